@@ -1,0 +1,50 @@
+/// A first-in, first-out queue with amortized O(1) `append` and `popFirst`.
+///
+/// An array plus a read index: popping advances the index instead of shifting
+/// the array, and the consumed prefix is dropped once it is at least half the
+/// storage, so each element is moved at most once on average.
+@usableFromInline
+struct FIFO<Element> {
+  @usableFromInline var storage: ContiguousArray<Element?> = []
+  @usableFromInline var head = 0
+
+  @inlinable init() {}
+
+  @inlinable var isEmpty: Bool { head == storage.count }
+
+  @inlinable var count: Int { storage.count - head }
+
+  @inlinable mutating func append(_ element: Element) {
+    storage.append(element)
+  }
+
+  @inlinable mutating func popFirst() -> Element? {
+    guard head < storage.count else { return nil }
+    let element = storage[head].take()
+    head += 1
+    if head == storage.count {
+      // Keep a small buffer for steady enqueue/dequeue churn; give back a big one.
+      storage.removeAll(keepingCapacity: storage.capacity <= 1024)
+      head = 0
+    } else if head >= 1024, head * 2 >= storage.count {
+      storage.removeFirst(head)
+      head = 0
+    }
+    return element
+  }
+
+  /// Removes the first element that matches, wherever it is. O(n); for cancellation.
+  @inlinable mutating func removeFirst(where matches: (Element) -> Bool) -> Element? {
+    for index in head..<storage.count {
+      if let element = storage[index], matches(element) {
+        storage.remove(at: index)
+        if head == storage.count {
+          storage.removeAll(keepingCapacity: storage.capacity <= 1024)
+          head = 0
+        }
+        return element
+      }
+    }
+    return nil
+  }
+}

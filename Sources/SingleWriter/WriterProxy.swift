@@ -1,0 +1,57 @@
+/// The one handle that may write a ``SingleWriter``'s value.
+///
+/// Only one proxy per container is alive at a time. Writes go straight to the
+/// container's storage, in place, so `read` sees them at once and
+/// `proxy.write.items.append(x)` does not copy the array. The proxy keeps its
+/// container alive; the checkout ends when ARC releases the proxy.
+///
+/// ```swift
+/// if let proxy = currentUser.writer {
+///   proxy.write.name = "Joe"
+///   proxy.write.id += 1
+/// }  // released here
+/// ```
+public final class WriterProxy<Value> {
+  // Unretained so the container can park an idle proxy as its spare without a
+  // reference cycle; an owning proxy holds a manual +1 on it (see `keep`).
+  @usableFromInline unowned(unsafe) let owner: SingleWriter<Value>
+  // Only the thread that uses the container touches this.
+  @usableFromInline @exclusivity(unchecked) var lease: Lease
+
+  @inlinable
+  init(owner: SingleWriter<Value>, lease: Lease) {
+    self.owner = owner
+    self.lease = .lent
+    if lease == .owning { keep() }
+  }
+
+  /// The container's value, read and mutated in place.
+  @inlinable
+  public var write: Value {
+    _read {
+      if lease == .idle { staleProxyFailure() }
+      yield owner.value
+    }
+    _modify {
+      if lease == .idle { staleProxyFailure() }
+      yield &owner.value
+    }
+  }
+
+  /// Makes this proxy own the checkout: it retains the container, and its
+  /// `deinit` ends the checkout.
+  @inlinable
+  func keep() {
+    lease = .owning
+    _ = Unmanaged.passUnretained(owner).retain()
+  }
+
+  deinit {
+    guard lease == .owning else { return }
+    owner.endCheckout()
+    Unmanaged.passUnretained(owner).release()
+  }
+}
+
+@available(*, unavailable, message: "SingleWriter is not thread-safe; use ThreadSafeSingleWriter")
+extension WriterProxy: Sendable {}

@@ -1,0 +1,78 @@
+import SingleWriter
+import Testing
+
+/// A copy-on-write value that counts the copies it makes.
+struct CopyCounted {
+  final class Storage {
+    var items: [Int]
+    init(_ items: [Int]) { self.items = items }
+  }
+  var storage = Storage([])
+  var copies = 0
+
+  mutating func append(_ item: Int) {
+    if !isKnownUniquelyReferenced(&storage) {
+      storage = Storage(storage.items)
+      copies += 1
+    }
+    storage.items.append(item)
+  }
+}
+
+@Suite struct WriterProxyTests {
+  @Test func writesThroughAProxyDoNotCopyTheValue() {
+    let box = SingleWriter(value: CopyCounted())
+    let proxy = box.writer!
+    for item in 0..<1_000 { proxy.write.append(item) }
+    #expect(proxy.write.copies == 0)
+    #expect(box.read.storage.items.count == 1_000)
+  }
+
+  @Test func queuedAndClosureWritesDoNotCopyTheValue() {
+    let box = SingleWriter(value: CopyCounted())
+    var held = box.writer
+    for item in 0..<100 { box.writeNext { $0.write.append(item) } }
+    held = nil
+    box.writeNext { $0.write.append(100) }
+    box.tryWrite { $0.append(101) }
+    #expect(box.read.copies == 0)
+    #expect(box.read.storage.items == Array(0...101))
+    _ = held
+  }
+
+  @Test func appendingThroughAHeldWriterKeepsTheSameBuffer() {
+    let box = SingleWriter(value: [Int]())
+    let proxy = box.writer!
+    proxy.write.reserveCapacity(100_000)
+    let before = proxy.write.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    for item in 0..<100_000 { proxy.write.append(item) }
+    let after = proxy.write.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    #expect(before == after, "the array was appended to in place, never copied")
+    #expect(box.read.count == 100_000)
+  }
+
+  @Test func aProxyKeepsItsContainerAlive() {
+    weak var weakBox: SingleWriter<[Int]>?
+    var proxy: WriterProxy<[Int]>?
+    do {
+      let box = SingleWriter(value: [1])
+      weakBox = box
+      proxy = box.writer
+      box.writeNext { $0.write.append(3) }
+    }
+    #expect(weakBox != nil)
+    proxy!.write.append(2)
+    #expect(weakBox?.read == [1, 2])
+    proxy = nil
+    #expect(weakBox == nil, "the queued write ran, then both were freed")
+  }
+
+  @Test func aProxyFromWriteNextCannotBeUsedAfterTheClosure() async {
+    await #expect(processExitsWith: .failure) {
+      let box = SingleWriter(value: 0)
+      weak var escaped: WriterProxy<Int>?
+      box.writeNext { escaped = $0 }
+      escaped?.write = 1
+    }
+  }
+}
