@@ -1,6 +1,9 @@
 #include "SingleWriterAtomics.h"
 
+#include <stdio.h>
+
 #if defined(__linux__)
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -44,6 +47,23 @@ void sw_wait(sw_atomic_u32 *a, uint32_t expected) {
 #endif
 }
 
+bool sw_wait_for(sw_atomic_u32 *a, uint32_t expected, int64_t nanoseconds) {
+#if defined(__linux__)
+  struct timespec timeout = {nanoseconds / 1000000000, nanoseconds % 1000000000};
+  long result =
+      syscall(SYS_futex, &a->value, FUTEX_WAIT_PRIVATE, expected, &timeout, NULL, 0);
+  return !(result == -1 && errno == ETIMEDOUT);
+#elif defined(_WIN32)
+  return WaitOnAddress((volatile VOID *)&a->value, &expected, sizeof(expected),
+                       (DWORD)(nanoseconds / 1000000)) != 0;
+#else
+  // The fallback sleeps only microseconds at a time; callers loop and keep time.
+  (void)nanoseconds;
+  sw_wait(a, expected);
+  return true;
+#endif
+}
+
 void sw_wake_all(sw_atomic_u32 *a) {
 #if defined(__linux__)
   syscall(SYS_futex, &a->value, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
@@ -62,6 +82,12 @@ void sw_wake_one(sw_atomic_u32 *a) {
 #else
   (void)a;
 #endif
+}
+
+void sw_print_error(const char *message) {
+  fputs(message, stderr);
+  fputc('\n', stderr);
+  fflush(stderr);
 }
 
 uintptr_t sw_current_thread(void) {

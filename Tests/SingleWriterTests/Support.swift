@@ -10,3 +10,14 @@ func runOnThread<R: Sendable>(
     thread.start()
   }
 }
+
+/// A value behind an `NSLock`, for the tests' own bookkeeping across threads.
+final class Locked<Value>: @unchecked Sendable {
+  // Sendable: `value` is only touched under `lock`.
+  private let lock = NSLock()
+  private var value: Value
+  init(_ value: Value) { self.value = value }
+  func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+    try lock.withLock { try body(&value) }
+  }
+}

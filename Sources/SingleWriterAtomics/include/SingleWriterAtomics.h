@@ -75,11 +75,17 @@ static inline void sw_uptr_store(sw_atomic_uptr *a, uintptr_t v) {
 /// on Windows; elsewhere a yield-and-sleep backoff.
 void sw_wait(sw_atomic_u32 *a, uint32_t expected);
 
+/// Like `sw_wait`, but gives up after about `nanoseconds`. Returns false on time-out.
+bool sw_wait_for(sw_atomic_u32 *a, uint32_t expected, int64_t nanoseconds);
+
 /// Wakes every thread in `sw_wait` on `a`.
 void sw_wake_all(sw_atomic_u32 *a);
 
 /// Wakes one thread in `sw_wait` on `a`.
 void sw_wake_one(sw_atomic_u32 *a);
+
+/// Writes `message` and a newline to standard error.
+void sw_print_error(const char *message);
 
 /// A non-zero id for the calling thread, unique among live threads.
 uintptr_t sw_current_thread(void);
@@ -103,6 +109,27 @@ static inline void sw_mutex_lock(sw_mutex *m) {
 
 static inline void sw_mutex_unlock(sw_mutex *m) {
   if (sw_exchange(&m->state, 0) == 2) sw_wake_one(&m->state);
+}
+
+/// The synchronization state of one ThreadSafeSingleWriter, in one allocation.
+typedef struct {
+  /// Writer, queued, writing and waiters bits, plus the reader count.
+  sw_atomic_u32 state;
+  /// Guards the queue of pending writes.
+  sw_mutex queue_lock;
+  /// The thread holding the checkout, or 0; only for catching self-deadlock.
+  sw_atomic_uptr checkout_thread;
+  /// The thread inside a write access, or 0; only for catching self-deadlock.
+  sw_atomic_uptr writing_thread;
+} sw_writer_sync;
+
+static inline sw_atomic_u32 *sw_writer_state(sw_writer_sync *s) { return &s->state; }
+static inline sw_mutex *sw_writer_queue_lock(sw_writer_sync *s) { return &s->queue_lock; }
+static inline sw_atomic_uptr *sw_writer_checkout_thread(sw_writer_sync *s) {
+  return &s->checkout_thread;
+}
+static inline sw_atomic_uptr *sw_writer_writing_thread(sw_writer_sync *s) {
+  return &s->writing_thread;
 }
 
 #endif

@@ -1,0 +1,374 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import SingleWriter
+
+/// Two fields that every write keeps equal, so a torn read shows as `a != b`.
+struct Pair: Sendable, Equatable {
+  var a = 0
+  var b = 0
+  mutating func bump() {
+    a += 1
+    b += 1
+  }
+}
+
+/// A thread-safe tally for the tests' own bookkeeping.
+final class Tally: @unchecked Sendable {
+  // Sendable: every access is under `lock`.
+  private let lock = NSLock()
+  private var counts: [String: Int] = [:]
+  private var inside = 0
+  private(set) var maxInside = 0
+
+  func add(_ key: String, _ n: Int = 1) { lock.withLock { counts[key, default: 0] += n } }
+  subscript(key: String) -> Int { lock.withLock { counts[key, default: 0] } }
+  func enter() {
+    lock.withLock {
+      inside += 1
+      maxInside = max(maxInside, inside)
+    }
+  }
+  func leave() { lock.withLock { inside -= 1 } }
+}
+
+/// Appends strings from any thread, in the order they arrive.
+final class Log: @unchecked Sendable {
+  // Sendable: every access is under `lock`.
+  private let lock = NSLock()
+  private var items: [String] = []
+  func append(_ item: String) { lock.withLock { items.append(item) } }
+  var all: [String] { lock.withLock { items } }
+}
+
+@Suite struct ThreadSafeSingleWriterTests {
+  // MARK: The core rules, as for SingleWriter
+
+  @Test func seedWalkthrough() {
+    let currentUser = ThreadSafeSingleWriter(value: Pair())
+    var writerReference = currentUser.writer
+    writerReference?.write.a = 1
+    #expect(currentUser.writer == nil)
+    currentUser.writer?.write.a = 99
+    #expect(currentUser.read.a == 1)
+    currentUser.writeNext { $0.write.a = 2 }
+    #expect(currentUser.read.a == 1)
+    writerReference = nil
+    #expect(currentUser.read.a == 2)
+    currentUser.writer?.write.a = 3
+    currentUser.writer?.write.b = 10
+    #expect(currentUser.read == Pair(a: 3, b: 10))
+  }
+
+  @Test func releaseRunsQueuedWritesInFIFOOrderAndFreesTheWriter() {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    var held = box.writer
+    box.writeNext { $0.write.append("a") }
+    box.writeNext { $0.write.append("b") }
+    #expect(box.tryWrite { $0.append("jumped the queue") } == nil)
+    #expect(box.read.isEmpty)
+    held = nil
+    #expect(box.read == ["a", "b"])
+    #expect(box.writer != nil)
+    _ = held
+  }
+
+  @Test func aQueuedWriteThatKeepsItsProxyHoldsBackTheRest() {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let kept = Locked<ThreadSafeWriterProxy<[String]>?>(nil)
+    var held = box.writer
+    box.writeNext { proxy in
+      proxy.write.append("keeper")
+      kept.withLock { $0 = proxy }
+    }
+    box.writeNext { $0.write.append("after") }
+    held = nil
+    #expect(box.read == ["keeper"])
+    #expect(box.writer == nil)
+    kept.withLock { $0?.write.append("more") }
+    kept.withLock { $0 = nil }
+    #expect(box.read == ["keeper", "more", "after"])
+    #expect(box.writer != nil)
+    _ = held
+  }
+
+  @Test func nestedWriteNextGoesToTheBackOfTheQueue() {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    var held = box.writer
+    box.writeNext { proxy in
+      proxy.write.append("a")
+      box.writeNext { $0.write.append("a.1") }
+    }
+    box.writeNext { $0.write.append("b") }
+    held = nil
+    #expect(box.read == ["a", "b", "a.1"])
+    _ = held
+  }
+
+  @Test func insideAWriteTheWriterIsOutAndReadSeesTheWrite() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let checks = Log()
+    box.writeNext { proxy in
+      proxy.write = 5
+      checks.append("\(box.writer == nil) \(box.read) \(box.tryWrite { $0 = 9 } == nil)")
+    }
+    #expect(checks.all == ["true 5 true"])
+  }
+
+  @Test func tryWriteAndWithWriterMutateInPlaceAndReturn() {
+    let box = ThreadSafeSingleWriter(value: CopyCounted())
+    #expect(box.tryWrite { $0.append(1) } != nil)
+    let count = box.withWriter { value -> Int in
+      value.append(2)
+      return value.storage.items.count
+    }
+    #expect(count == 2)
+    let proxy = box.writer!
+    proxy.write.append(3)
+    #expect(proxy.write.copies == 0)
+  }
+
+  @Test func aThrowingClosureWriteEndsTheCheckout() {
+    struct Failure: Error {}
+    let box = ThreadSafeSingleWriter(value: 1)
+    #expect(throws: Failure.self) {
+      try box.withWriter { value in
+        value = 2
+        throw Failure()
+      }
+    }
+    #expect(box.read == 2)
+    #expect(box.writer != nil)
+  }
+
+  @Test func oneMillionQueuedWritesDrainInOrder() {
+    let count = 1_000_000
+    let box = ThreadSafeSingleWriter(value: [Int]())
+    box.tryWrite { $0.reserveCapacity(count) }
+    var held = box.writer
+    for index in 0..<count { box.writeNext { $0.write.append(index) } }
+    held = nil
+    #expect(box.read.elementsEqual(0..<count))
+    _ = held
+  }
+
+  @Test func containerAndProxiesAreFreedWhenNobodyHoldsThem() async {
+    weak var weakBox: ThreadSafeSingleWriter<Int>?
+    weak var weakProxy: ThreadSafeWriterProxy<Int>?
+    let released = DispatchSemaphore(value: 0)
+    do {
+      let box = ThreadSafeSingleWriter(value: 0)
+      weakBox = box
+      box.writeNext { $0.write += 1 }
+      let proxy = box.writer!
+      weakProxy = proxy
+      box.writeNext { $0.write += 1 }
+      DispatchQueue.global().async {
+        proxy.write += 1
+        released.signal()
+      }
+    }
+    released.wait()
+    await waitUntil { weakBox == nil }
+    #expect(weakProxy == nil)
+    #expect(weakBox == nil)
+  }
+
+  // MARK: Across threads
+
+  @Test func readsDoNotWaitForAHeldCheckout() {
+    let box = ThreadSafeSingleWriter(value: Pair())
+    let proxy = box.writer!
+    proxy.write.bump()
+    let done = DispatchSemaphore(value: 0)
+    let seen = Locked(Pair())
+    DispatchQueue.global().async {
+      let value = box.read
+      seen.withLock { $0 = value }
+      done.signal()
+    }
+    #expect(done.wait(timeout: .now() + 30) == .success, "read waited for the checkout")
+    #expect(seen.withLock { $0 } == Pair(a: 1, b: 1))
+    withExtendedLifetime(proxy) {}
+  }
+
+  @Test func aProxyReleasedOnAnotherThreadRunsTheQueueThere() {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let held = Locked(box.writer)
+    box.writeNext { $0.write.append("queued") }
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      held.withLock { proxy in
+        proxy?.write.append("from the other thread")
+        proxy = nil  // the queued write runs here, on this thread
+      }
+      done.signal()
+    }
+    done.wait()
+    #expect(box.read == ["from the other thread", "queued"])
+    #expect(box.writer != nil)
+  }
+
+  @Test func withWriterWaitsItsTurnBehindQueuedWrites() {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    var held = box.writer
+    box.writeNext { $0.write.append("first") }
+    let finished = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+      box.withWriter { $0.append("withWriter") }
+      finished.signal()
+    }
+    while box.pendingCount < 2 { Thread.sleep(forTimeInterval: 0.001) }
+    box.writeNext { $0.write.append("last") }
+    held = nil
+    finished.wait()
+    while box.writer == nil { Thread.sleep(forTimeInterval: 0.001) }
+    #expect(box.read == ["first", "withWriter", "last"])
+    _ = held
+  }
+
+  @Test(arguments: [2, 4, 8])
+  func stress(threads: Int) {
+    let box = ThreadSafeSingleWriter(value: Pair())
+    let tally = Tally()
+    let torn = Locked(0)
+    let group = DispatchGroup()
+    let iterations = 600
+    DispatchQueue.concurrentPerform(iterations: threads) { thread in
+      var rng = SplitMix(seed: UInt64(thread))
+      for _ in 0..<iterations {
+        switch rng.next() % 6 {
+        case 0:
+          if let proxy = box.writer {
+            tally.enter()
+            proxy.write.bump()
+            tally.leave()
+            tally.add("writes")
+          }
+        case 1:
+          let wrote = box.tryWrite { (value: inout Pair) -> Bool in
+            tally.enter()
+            value.bump()
+            tally.leave()
+            return true
+          }
+          if wrote == true { tally.add("writes") }
+        case 2:
+          tally.add("queued")
+          box.writeNext { proxy in
+            tally.enter()
+            proxy.write.bump()
+            tally.leave()
+            tally.add("queued ran")
+          }
+        case 3:
+          box.withWriter { value in
+            tally.enter()
+            value.bump()
+            tally.leave()
+          }
+          tally.add("writes")
+        case 4:
+          // Check out here, write and release on another thread.
+          if let proxy = box.writer {
+            group.enter()
+            tally.add("writes")
+            DispatchQueue.global().async {
+              tally.enter()
+              proxy.write.bump()
+              tally.leave()
+              group.leave()
+            }
+          }
+        default:
+          let value = box.read
+          if value.a != value.b { torn.withLock { $0 += 1 } }
+        }
+      }
+    }
+    group.wait()
+    // The last release may still be draining on another thread.
+    box.withWriter { _ in }
+    #expect(tally["queued ran"] == tally["queued"], "every queued write ran")
+    #expect(box.read.a == tally["writes"] + tally["queued"], "no write lost or doubled")
+    #expect(box.read.a == box.read.b)
+    #expect(torn.withLock { $0 } == 0, "no torn read")
+    #expect(tally.maxInside == 1, "two writers were never out at once")
+    #expect(box.writer != nil, "the writer is free at the end")
+  }
+
+  // MARK: Misuse stops with a message
+
+  @Test func withWriterInsideAWriteStopsInsteadOfDeadlocking() async {
+    await #expect(processExitsWith: .failure) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.writeNext { _ in box.withWriter { $0 += 1 } }
+    }
+  }
+
+  @Test func withWriterInsideTryWriteStopsInsteadOfDeadlocking() async {
+    await #expect(processExitsWith: .failure) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.tryWrite { _ in box.withWriter { $0 += 1 } }
+    }
+  }
+
+  @Test func withWriterBehindAProxyFromTheSameThreadWarns() async throws {
+    let result = try await #require(
+      processExitsWith: .success, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      let held = Locked(box.writer)
+      // Another thread lets go after the warning is due, so the wait does end.
+      Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: 1.5)
+        held.withLock { $0 = nil }
+      }
+      box.withWriter { $0 += 1 }
+      precondition(box.read == 1)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("this is a deadlock"))
+  }
+
+  @Test func readInsideAClosureWriteStopsInsteadOfDeadlocking() async {
+    await #expect(processExitsWith: .failure) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.tryWrite { $0 = box.read + 1 }
+    }
+  }
+
+  @Test func aStaleProxyCannotWrite() async {
+    await #expect(processExitsWith: .failure) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      let escaped = WeakProxy()
+      box.writeNext { escaped.proxy = $0 }
+      escaped.proxy?.write = 1
+    }
+  }
+}
+
+/// A weak reference a `@Sendable` closure can fill in.
+final class WeakProxy: @unchecked Sendable {
+  // Sendable: used on one thread only; writeNext runs the closure inline there.
+  weak var proxy: ThreadSafeWriterProxy<Int>?
+}
+
+/// A small deterministic random generator, so a failing stress run can be replayed.
+struct SplitMix {
+  var state: UInt64
+  init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+/// Polls `condition` until it holds (for releases that finish on another thread).
+func waitUntil(_ condition: () -> Bool) async {
+  while !condition() { try? await Task.sleep(for: .milliseconds(1)) }
+}
