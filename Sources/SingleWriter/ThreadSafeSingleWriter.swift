@@ -34,6 +34,12 @@ public final class ThreadSafeSingleWriter<Value> {
   @usableFromInline @exclusivity(unchecked) var spare: ThreadSafeWriterProxy<Value>?
   /// Touched only under the queue lock.
   @usableFromInline @exclusivity(unchecked) var pending = FIFO<Pending>()
+  /// The `changes()` streams, and the next id to give one; only under the queue lock.
+  @usableFromInline @exclusivity(unchecked) var subscribers: [UInt64: Subscriber] = [:]
+  @usableFromInline @exclusivity(unchecked) var nextSubscriberID: UInt64 = 0
+  /// A write access happened since the last publication; set under `writing`,
+  /// read and cleared with a reader slot.
+  @usableFromInline @exclusivity(unchecked) var isDirty = false
   /// Read only with a reader slot and written only with `writing`, both taken on the
   /// state word. Last, so the fields above sit at fixed offsets for generic code.
   @usableFromInline @exclusivity(unchecked) var value: Value
@@ -43,6 +49,15 @@ public final class ThreadSafeSingleWriter<Value> {
   enum Pending {
     case write(@Sendable (ThreadSafeWriterProxy<Value>) -> Void)
     case waiter(Waiter)
+    case task(TaskWaiter)
+  }
+
+  /// A `changes()` stream, seen through closures so that code without
+  /// `Value: Sendable` can feed and finish it.
+  @usableFromInline
+  struct Subscriber {
+    let yield: (Value) -> Void
+    let finish: () -> Void
   }
 
   /// Wraps `value` so that only one place at a time, on any thread, can write it.
@@ -56,6 +71,8 @@ public final class ThreadSafeSingleWriter<Value> {
   deinit {
     isTearingDown = true
     spare = nil
+    // Their `onTermination` holds this container weakly, so it does nothing now.
+    for subscriber in subscribers.values { subscriber.finish() }
     sync.deinitialize(count: 1)
     sync.deallocate()
   }
@@ -181,6 +198,10 @@ public final class ThreadSafeSingleWriter<Value> {
   func endCheckout() {
     sw_uptr_store(checkoutThread, 0)
     var s = sw_load_relaxed(state)
+    if s & WriterState.observed != 0 {
+      publishIfDirty()
+      s = sw_load_relaxed(state)
+    }
     while s & WriterState.queued == 0 {
       if sw_cas(state, &s, s & ~WriterState.writer) { return }
     }
@@ -229,8 +250,12 @@ public final class ThreadSafeSingleWriter<Value> {
       case .write(let body):
         guard lend(body) else { return }
         sw_uptr_store(checkoutThread, 0)
+        if sw_load_relaxed(state) & WriterState.observed != 0 { publishIfDirty() }
       case .waiter(let waiter):
         waiter.grant()
+        return
+      case .task(let waiter):
+        waiter.continuation.take()!.resume()
         return
       }
     }
@@ -265,7 +290,7 @@ public final class ThreadSafeSingleWriter<Value> {
   @inlinable
   func endRead() {
     let old = sw_fetch_sub(state, WriterState.reader)
-    if old & WriterState.waiters != 0, old >> 4 == 1 { wakeWaiters() }
+    if old & WriterState.waiters != 0, old >> WriterState.readerShift == 1 { wakeWaiters() }
   }
 
   @usableFromInline
@@ -287,21 +312,22 @@ public final class ThreadSafeSingleWriter<Value> {
   func beginWriting() {
     var s = sw_load_relaxed(state)
     if s & WriterState.writer == 0 { staleProxyFailure() }
-    let others = ~(WriterState.writer | WriterState.queued | WriterState.waiters)
-    if !(s & others == 0 && sw_cas(state, &s, s | WriterState.writing)) {
+    if !(s & ~WriterState.compatibleWithWriting == 0
+      && sw_cas(state, &s, s | WriterState.writing))
+    {
       beginWritingSlow()
     }
     sw_uptr_store(writingThread, sw_current_thread())
+    isDirty = true
   }
 
   @usableFromInline
   func beginWritingSlow() {
     let me = sw_current_thread()
-    let others = ~(WriterState.writer | WriterState.queued | WriterState.waiters)
     var s = sw_load_acquire(state)
     while true {
       if s & WriterState.writer == 0 { staleProxyFailure() }
-      if s & others == 0 {
+      if s & ~WriterState.compatibleWithWriting == 0 {
         if sw_cas(state, &s, s | WriterState.writing) { return }
         continue
       }
@@ -324,7 +350,7 @@ public final class ThreadSafeSingleWriter<Value> {
   @inlinable
   func tryBeginClosureWrite() -> Bool {
     var s = sw_load_relaxed(state)
-    if s & ~WriterState.waiters == 0,
+    if s & ~(WriterState.waiters | WriterState.observed) == 0,
       sw_cas(state, &s, s | WriterState.writer | WriterState.writing)
     {
       let me = sw_current_thread()
@@ -344,6 +370,7 @@ public final class ThreadSafeSingleWriter<Value> {
     sw_uptr_store(checkoutThread, 0)
     var s = WriterState.writer | WriterState.writing
     if sw_cas(state, &s, 0) { return }
+    isDirty = true
     endWriting()
     endCheckout()
   }

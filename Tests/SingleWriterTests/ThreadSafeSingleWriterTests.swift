@@ -372,3 +372,149 @@ struct SplitMix {
 func waitUntil(_ condition: () -> Bool) async {
   while !condition() { try? await Task.sleep(for: .milliseconds(1)) }
 }
+
+@Suite struct ThreadSafeSingleWriterConcurrencyTests {
+  @Test func asyncWriteMutatesInPlaceAndReturns() async throws {
+    let box = ThreadSafeSingleWriter(value: 41)
+    let result = try await box.write { value -> Int in
+      value += 1
+      return value
+    }
+    #expect(result == 42)
+    #expect(box.writer != nil)
+  }
+
+  @Test func asyncWriteTakesItsFIFOPlaceAmongQueuedWrites() async throws {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let held = Locked(box.writer)
+    box.writeNext { $0.write.append("first") }
+    let task = Task { try await box.write { $0.append("async") } }
+    await waitUntil { box.pendingCount == 2 }
+    box.writeNext { $0.write.append("last") }
+    held.withLock { $0 = nil }
+    try await task.value
+    await waitUntil { box.writer != nil }
+    #expect(box.read == ["first", "async", "last"])
+  }
+
+  @Test func aCancelledAsyncWriteLeavesTheQueueAndThrows() async {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let held = Locked(box.writer)
+    box.writeNext { $0.write.append("before") }
+    let task = Task { try await box.write { $0.append("cancelled") } }
+    await waitUntil { box.pendingCount == 2 }
+    box.writeNext { $0.write.append("after") }
+    task.cancel()
+    await #expect(throws: CancellationError.self) { try await task.value }
+    #expect(box.pendingCount == 2)
+    held.withLock { $0 = nil }
+    #expect(box.read == ["before", "after"])
+    #expect(box.writer != nil)
+  }
+
+  @Test func anAlreadyCancelledTaskDoesNotQueue() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let held = Locked(box.writer)
+    let task = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await box.write { $0 += 1 }
+    }
+    await #expect(throws: CancellationError.self) { try await task.value }
+    #expect(box.pendingCount == 0)
+    held.withLock { $0 = nil }
+    #expect(box.read == 0)
+  }
+
+  @Test func asyncCheckoutWaitsForTheWriter() async throws {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let held = Locked(box.writer)
+    let task = Task { () async throws -> Int in
+      let proxy = try await box.checkout()
+      proxy.write += 10
+      #expect(box.writer == nil)
+      return proxy.write
+    }
+    await waitUntil { box.pendingCount == 1 }
+    held.withLock { $0?.write = 5 }
+    held.withLock { $0 = nil }
+    #expect(try await task.value == 15)
+    await waitUntil { box.writer != nil }
+  }
+
+  @Test func aCancelledCheckoutThrowsWithoutCheckingOut() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let held = Locked(box.writer)
+    let task = Task { try await box.checkout() }
+    await waitUntil { box.pendingCount == 1 }
+    task.cancel()
+    await #expect(throws: CancellationError.self) { try await task.value }
+    held.withLock { $0 = nil }
+    #expect(box.writer != nil)
+  }
+
+  @Test func aFastConsumerSeesEveryReleaseInOrder() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let seen = Locked([Int]())
+    let consumer = Task {
+      for await value in box.changes() {
+        seen.withLock { $0.append(value) }
+        if value == 4 { break }
+      }
+    }
+    await waitUntil { seen.withLock { $0 } == [0] }
+    box.tryWrite { $0 = 1 }
+    await waitUntil { seen.withLock { $0.count } == 2 }
+    box.writer!.write = 2  // a checkout through a proxy, released at once
+    await waitUntil { seen.withLock { $0.count } == 3 }
+    box.writeNext { $0.write = 3 }
+    await waitUntil { seen.withLock { $0.count } == 4 }
+    _ = try? await box.write { $0 = 4 }
+    await consumer.value
+    #expect(seen.withLock { $0 } == [0, 1, 2, 3, 4])
+  }
+
+  @Test func aSlowConsumerGetsTheNewestValue() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let stream = box.changes()
+    for value in 1...100 { box.tryWrite { $0 = value } }
+    var iterator = stream.makeAsyncIterator()
+    #expect(await iterator.next() == 100)
+  }
+
+  @Test func aConsumerCanWriteBack() async throws {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let consumer = Task {
+      for await value in box.changes() {
+        if value >= 3 { break }
+        _ = try? await box.write { $0 += 1 }
+      }
+    }
+    await consumer.value
+    #expect(box.read == 3)
+  }
+
+  @Test func anAbandonedStreamUnsubscribes() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    do {
+      let stream = box.changes()
+      #expect(box.subscriberCount == 1)
+      _ = stream
+    }
+    await waitUntil { box.subscriberCount == 0 }
+    #expect(box.subscriberCount == 0)
+  }
+
+  @Test func theStreamEndsWhenTheContainerIsFreed() async {
+    weak var weakBox: ThreadSafeSingleWriter<Int>?
+    var stream: AsyncStream<Int>?
+    do {
+      let box = ThreadSafeSingleWriter(value: 7)
+      weakBox = box
+      stream = box.changes()
+    }
+    #expect(weakBox == nil, "a stream does not keep its container alive")
+    var values: [Int] = []
+    for await value in stream! { values.append(value) }
+    #expect(values == [7])
+  }
+}

@@ -15,8 +15,23 @@ enum WriterState {
   @inlinable static var writing: UInt32 { 4 }
   /// A thread sleeps in `sw_wait` for `writing` or the readers to clear.
   @inlinable static var waiters: UInt32 { 8 }
+  /// Someone listens to `changes()`: ending a checkout publishes the value.
+  @inlinable static var observed: UInt32 { 16 }
   /// One reader; the bits from here up count the readers copying the value.
-  @inlinable static var reader: UInt32 { 16 }
+  @inlinable static var reader: UInt32 { 32 }
+  @inlinable static var readerShift: UInt32 { 5 }
+  /// Bits that do not stop a write access from starting.
+  @inlinable static var compatibleWithWriting: UInt32 { writer | queued | waiters | observed }
+}
+
+/// A task suspended in `write` or `checkout` until the queue reaches it.
+@usableFromInline
+final class TaskWaiter: @unchecked Sendable {
+  // Sendable: both fields are touched only under the container's queue lock, or by
+  // the drain after it has popped this waiter from the queue under that lock.
+  @usableFromInline var continuation: CheckedContinuation<Void, any Error>?
+  @usableFromInline var isCancelled = false
+  @usableFromInline init() {}
 }
 
 /// A thread blocked in `withWriter` until the queue reaches it.

@@ -1,0 +1,201 @@
+import SingleWriterAtomics
+
+// Swift concurrency on top of the same queue: an async write and an async checkout that
+// wait their turn by suspending, and a stream of the values that checkouts leave behind.
+// They need `Value: Sendable`: the container crosses into other tasks.
+extension ThreadSafeSingleWriter where Value: Sendable {
+  /// Waits its turn for the writer by suspending, in FIFO order with `writeNext` and
+  /// `withWriter`, then mutates the value in place.
+  ///
+  /// ```swift
+  /// let count = try await state.write { value -> Int in
+  ///   value.count += 1
+  ///   return value.count
+  /// }
+  /// ```
+  ///
+  /// Never blocks a thread while it waits. If the task is cancelled while waiting, the
+  /// write leaves the queue without running and this throws `CancellationError`;
+  /// otherwise it throws only what `body` throws. `body` itself is synchronous, so the
+  /// value is never held across an `await`.
+  @inlinable
+  public func write<R: Sendable>(
+    _ body: sending (inout Value) throws -> R
+  ) async throws -> R {
+    if !tryBeginClosureWrite() {
+      try await waitForTurn()
+      sw_uptr_store(checkoutThread, closureScoped(sw_current_thread()))
+      beginWriting()
+    }
+    defer { endClosureWrite() }
+    return try body(&value)
+  }
+
+  /// Waits its turn for the writer by suspending, then returns the proxy. The checkout
+  /// lasts until ARC releases it, as with ``writer``.
+  ///
+  /// ```swift
+  /// let writer = try await session.checkout()
+  /// writer.write.token = try await refreshToken()  // others queue meanwhile
+  /// ```
+  ///
+  /// Throws `CancellationError`, without checking out, if the task is cancelled while
+  /// waiting.
+  public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
+    if !tryCheckout() { try await waitForTurn() }
+    // A task can resume on any thread: no thread in particular holds this checkout.
+    sw_uptr_store(checkoutThread, 0)
+    let proxy = ThreadSafeWriterProxy(owner: self)
+    proxy.retainOwner()
+    return proxy
+  }
+
+  /// Suspends until the queue hands this task the checkout, or throws if the task is
+  /// cancelled first. The queue lock decides which of the two happens.
+  @usableFromInline
+  func waitForTurn() async throws {
+    let waiter = TaskWaiter()
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        switch enqueueTask(waiter, continuation) {
+        case .queued: break
+        case .checkedOut: continuation.resume()
+        case .cancelled: continuation.resume(throwing: CancellationError())
+        }
+      }
+    } onCancel: {
+      cancelWaiting(waiter)?.resume(throwing: CancellationError())
+    }
+  }
+
+}
+
+extension ThreadSafeSingleWriter {
+  @usableFromInline
+  enum TaskEnqueueResult { case queued, checkedOut, cancelled }
+
+  func enqueueTask(
+    _ waiter: TaskWaiter, _ continuation: CheckedContinuation<Void, any Error>
+  ) -> TaskEnqueueResult {
+    let lock = sw_writer_queue_lock(sync)
+    sw_mutex_lock(lock)
+    defer { sw_mutex_unlock(lock) }
+    if waiter.isCancelled { return .cancelled }
+    var s = sw_load_relaxed(state)
+    while true {
+      if s & WriterState.writer == 0 {
+        if sw_cas(state, &s, s | WriterState.writer) { return .checkedOut }
+      } else if s & WriterState.queued != 0 || sw_cas(state, &s, s | WriterState.queued) {
+        waiter.continuation = continuation
+        pending.append(.task(waiter))
+        return .queued
+      }
+    }
+  }
+
+  /// Marks `waiter` cancelled and takes it out of the queue. Returns its continuation
+  /// if it was still waiting, for the caller to resume outside the lock.
+  func cancelWaiting(_ waiter: TaskWaiter) -> CheckedContinuation<Void, any Error>? {
+    let lock = sw_writer_queue_lock(sync)
+    sw_mutex_lock(lock)
+    defer { sw_mutex_unlock(lock) }
+    waiter.isCancelled = true
+    let removed = pending.removeFirst {
+      if case .task(let queued) = $0 { return queued === waiter }
+      return false
+    }
+    guard removed != nil else { return nil }
+    if pending.isEmpty { sw_fetch_and(state, ~WriterState.queued) }
+    return waiter.continuation.take()
+  }
+
+  // MARK: Publishing changes
+
+  /// Called by the checkout holder as a checkout ends: yields the value to every
+  /// `changes()` stream if a write happened. Checkouts are ordered, so publications
+  /// are too; the yields happen outside the queue lock.
+  @usableFromInline
+  func publishIfDirty() {
+    beginRead()
+    guard isDirty else {
+      endRead()
+      return
+    }
+    isDirty = false
+    let snapshot = value
+    endRead()
+    let lock = sw_writer_queue_lock(sync)
+    sw_mutex_lock(lock)
+    let targets = Array(subscribers.values)
+    sw_mutex_unlock(lock)
+    for subscriber in targets { subscriber.yield(snapshot) }
+  }
+
+  func unsubscribe(_ id: UInt64) {
+    let lock = sw_writer_queue_lock(sync)
+    sw_mutex_lock(lock)
+    subscribers[id] = nil
+    if subscribers.isEmpty { sw_fetch_and(state, ~WriterState.observed) }
+    sw_mutex_unlock(lock)
+  }
+
+  /// How many `changes()` streams are live; for tests.
+  var subscriberCount: Int {
+    let lock = sw_writer_queue_lock(sync)
+    sw_mutex_lock(lock)
+    defer { sw_mutex_unlock(lock) }
+    return subscribers.count
+  }
+}
+
+extension ThreadSafeSingleWriter where Value: Sendable {
+  /// The current value, then the value after each checkout or closure write that
+  /// wrote something, in order.
+  ///
+  /// ```swift
+  /// for await user in currentUser.changes() {
+  ///   render(user)
+  /// }
+  /// ```
+  ///
+  /// A slow consumer gets the newest value, not a backlog (`bufferingNewest(1)`). The
+  /// stream ends when the container is deallocated or the consumer stops iterating;
+  /// it does not keep the container alive. Values are yielded outside any lock, so a
+  /// consumer may write back to the container.
+  public func changes() -> AsyncStream<Value> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: Value.self, bufferingPolicy: .bufferingNewest(1))
+    subscribe(continuation)
+    return stream
+  }
+
+  /// Registers `continuation` and yields it the current value, under the queue lock so
+  /// that no publication can slip between the two. The read must not wait for a write
+  /// in progress while holding that lock (the writer may need it to queue a write), so
+  /// it only tries, and retries after the write ends.
+  func subscribe(_ continuation: AsyncStream<Value>.Continuation) {
+    let lock = sw_writer_queue_lock(sync)
+    let me = sw_current_thread()
+    while true {
+      sw_mutex_lock(lock)
+      var s = sw_load_relaxed(state)
+      if s & WriterState.writing == 0, sw_cas(state, &s, s &+ WriterState.reader) {
+        let id = nextSubscriberID
+        nextSubscriberID += 1
+        subscribers[id] = Subscriber(
+          yield: { continuation.yield($0) }, finish: { continuation.finish() })
+        sw_fetch_or(state, WriterState.observed)
+        continuation.yield(value)
+        endRead()
+        sw_mutex_unlock(lock)
+        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        return
+      }
+      sw_mutex_unlock(lock)
+      if s & WriterState.writing != 0, sw_uptr_load(writingThread) == me {
+        selfDeadlockFailure("changes() inside a write")
+      }
+      sleep(expecting: &s)
+    }
+  }
+}
