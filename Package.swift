@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
   name: "SingleWriter",
+  // The floor Swift concurrency needs; nothing here needs iOS 18's Synchronization.
+  platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6)],
   products: [
     .library(name: "SingleWriter", targets: ["SingleWriter"])
   ],

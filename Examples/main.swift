@@ -2,13 +2,19 @@
 //   swift run Examples
 //   swift run Examples seed
 
-let walkthroughs: [(name: String, run: () -> Void)] = [
-  ("seed", seedWalkthrough)
+let walkthroughs: [(name: String, run: () async -> Void)] = [
+  ("seed", seedWalkthrough),
+  ("thread-safe", threadSafeWalkthrough),
+  ("async", asyncWalkthrough),
+  ("race-detector", raceDetectorWalkthrough),
+  ("confined", confinedWalkthrough),
+  ("reentrant-mutex", reentrantMutexWalkthrough),
+  ("barrier-store", barrierStoreWalkthrough),
 ]
 
 let requested = Set(CommandLine.arguments.dropFirst())
 for walkthrough in walkthroughs where requested.isEmpty || requested.contains(walkthrough.name) {
   print("== \(walkthrough.name)")
-  walkthrough.run()
+  await walkthrough.run()
   print()
 }

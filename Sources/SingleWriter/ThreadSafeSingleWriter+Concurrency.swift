@@ -163,10 +163,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// it does not keep the container alive. Values are yielded outside any lock, so a
   /// consumer may write back to the container.
   public func changes() -> AsyncStream<Value> {
-    let (stream, continuation) = AsyncStream.makeStream(
-      of: Value.self, bufferingPolicy: .bufferingNewest(1))
-    subscribe(continuation)
-    return stream
+    AsyncStream(Value.self, bufferingPolicy: .bufferingNewest(1)) { subscribe($0) }
   }
 
   /// Registers `continuation` and yields it the current value, under the queue lock so
