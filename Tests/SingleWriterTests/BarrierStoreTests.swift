@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import SingleWriter
-import Synchronization
 import Testing
 
 /// A key that runs a hook in `hash(into:)`, which the store calls while it holds shared
@@ -32,9 +31,9 @@ private final class Tenant: Sendable {
 
 /// A flag that threads can share.
 private final class Flag: Sendable {
-  private let value = Atomic<Bool>(false)
-  var isSet: Bool { value.load(ordering: .acquiring) }
-  func set(_ newValue: Bool = true) { value.store(newValue, ordering: .releasing) }
+  private let value = Locked(false)
+  var isSet: Bool { value.withLock { $0 } }
+  func set(_ newValue: Bool = true) { value.withLock { $0 = newValue } }
 }
 
 private let backings: [BarrierStoreBacking] = [.barrierQueue, .readWriteLock]
@@ -100,7 +99,7 @@ private func displaceValuesWhoseDeinitUsesTheStore(_ backing: BarrierStoreBackin
 
     // The completion queue is serial, so the log comes back in call order.
     let log = await withCheckedContinuation { continuation in
-      let log = Mutex<[String]>([])
+      let log = Locked<[String]>([])
       @Sendable func record(_ entry: String) {
         let queue = DispatchQueue.getSpecific(key: marker) ?? "another queue"
         log.withLock { $0.append("\(entry) on \(queue)") }

@@ -1,13 +1,12 @@
 import Dispatch
 import Foundation
 import SingleWriter
-import Synchronization
 import Testing
 
 /// Runs `body(index)` on `count` fresh threads that all start it at the same moment.
 private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
   final class Barrier: Sendable {
-    let arrived = Atomic<Int>(0)
+    let arrived = Counter()
     let go = DispatchSemaphore(value: 0)
   }
   let barrier = Barrier()
@@ -15,7 +14,7 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
     for index in 0..<count {
       group.addTask {
         await runOnThread(stackSize: 1 << 20) {
-          if barrier.arrived.add(1, ordering: .sequentiallyConsistent).newValue == count {
+          if barrier.arrived.add(1) == count {
             for _ in 1..<count { barrier.go.signal() }
           } else {
             barrier.go.wait()
@@ -29,7 +28,7 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
 
 /// A continuation that is resumed once, by whichever comes first.
 private final class ReplySlot<R: Sendable>: Sendable {
-  let continuation = Mutex<CheckedContinuation<R?, Never>?>(nil)
+  let continuation = Locked<CheckedContinuation<R?, Never>?>(nil)
   func resume(_ value: R?) { continuation.withLock { $0.take() }?.resume(returning: value) }
 }
 
@@ -86,7 +85,7 @@ private func reply<R: Sendable>(
       }
     }
     #expect(await journal.ask { $0.count } == 8_000)
-    #expect(overlap.most.load(ordering: .relaxed) == 1)
+    #expect(overlap.most.load() == 1)
   }
 
   @Test func askReturnsAValueThatSeesEveryEarlierTell() async {
@@ -197,7 +196,7 @@ private func reply<R: Sendable>(
   @Test func theObjectIsFreedOnItsQueue() async {
     let queue = DispatchQueue(label: "test.free")
     queue.setSpecific(key: Sentinel.key, value: "confined queue")
-    let freedOn = Mutex<String?>("not freed")
+    let freedOn = Locked<String?>("not freed")
     // No message is pending, so the Confined dies here and queues the release first.
     _ = Confined(Sentinel { label in freedOn.withLock { $0 = label } }, queue: queue)
     await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
@@ -223,15 +222,12 @@ extension ConfinedTests {
 
   /// Counts how many messages are running at once, and the most it has seen.
   final class Overlap: Sendable {
-    let inFlight = Atomic<Int>(0)
-    let most = Atomic<Int>(0)
+    let inFlight = Counter()
+    let most = Counter()
 
-    func enter() {
-      let now = inFlight.add(1, ordering: .sequentiallyConsistent).newValue
-      most.max(now, ordering: .relaxed)
-    }
+    func enter() { most.raise(to: inFlight.add(1)) }
 
-    func leave() { inFlight.subtract(1, ordering: .sequentiallyConsistent) }
+    func leave() { inFlight.subtract(1) }
   }
 
   /// Records on which queue an object was freed.

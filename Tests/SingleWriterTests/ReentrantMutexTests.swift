@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import SingleWriter
-import Synchronization
 import Testing
 
 /// Shared state that is deliberately not thread-safe: only the mutex protects it, so a
@@ -14,7 +13,7 @@ private final class Unprotected: @unchecked Sendable {
 /// Runs `body(index)` on `count` fresh threads, released together once all have started.
 private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
   final class StartLine: Sendable {
-    let arrived = Atomic<Int>(0)
+    let arrived = Counter()
     let go = DispatchSemaphore(value: 0)
   }
   let line = StartLine()
@@ -22,7 +21,7 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
     for index in 0..<count {
       group.addTask {
         await runOnThread(stackSize: 1 << 20) {
-          if line.arrived.add(1, ordering: .sequentiallyConsistent).newValue == count {
+          if line.arrived.add(1) == count {
             for _ in 1..<count { line.go.signal() }
           } else {
             line.go.wait()
