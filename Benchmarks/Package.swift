@@ -1,0 +1,67 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Benchmarks for SingleWriter, kept out of the root package so that the library
+// stays free of dependencies. Every suite is its own executable (the layout
+// swift-nio uses) and reaches the library the way a user does: from another
+// module, in release.
+//
+//   swift package --package-path Benchmarks --disable-sandbox benchmark
+//   Benchmarks/compare.sh           # one markdown table of ratios
+//   Benchmarks/compare.sh --check   # fail if a ratio regressed
+let package = Package(
+  name: "SingleWriterBenchmarks",
+  platforms: [.macOS(.v15)],  // Synchronization.Mutex, the reference row
+  dependencies: [
+    .package(name: "SingleWriter", path: ".."),
+    .package(
+      url: "https://github.com/ordo-one/package-benchmark",
+      from: "1.38.1",
+      traits: ["MallocInterposer"]
+    ),
+  ],
+  targets: [
+    // Shared fixtures, and the article's algorithm as a baseline: a module of its
+    // own, so every suite calls it across a module boundary like a user's code.
+    .target(
+      name: "BenchmarkSupport",
+      dependencies: [.product(name: "SingleWriter", package: "SingleWriter")],
+      path: "Benchmarks/Shared"
+    ),
+    // Finds the deepest queue the article's recursive drain survives.
+    .executableTarget(
+      name: "ArticleDepthProbe",
+      dependencies: ["BenchmarkSupport"],
+      path: "Tools/ArticleDepthProbe"
+    ),
+    // One path per run, for `valgrind --tool=callgrind`.
+    .executableTarget(
+      name: "Profile",
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+      ],
+      path: "Tools/Profile"
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)
+
+// One executable per suite, each with the BenchmarkPlugin.
+for suite in [
+  "Write", "Read", "Queue", "Append", "Contended",
+  "Companions",  // ReentrantMutex, BarrierStore, Confined
+] {
+  package.targets.append(
+    .executableTarget(
+      name: suite,
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+        .product(name: "Benchmark", package: "package-benchmark"),
+      ],
+      path: "Benchmarks/\(suite)",
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+    )
+  )
+}

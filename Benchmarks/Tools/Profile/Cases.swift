@@ -1,0 +1,105 @@
+import BenchmarkSupport
+import Foundation
+import SingleWriter
+import Synchronization
+
+/// Set only by hand; the optimizer cannot know it is false, so sunk values stay.
+let printSunk = getenv("PROFILE_PRINT_SUNK") != nil
+
+/// Keeps `value` alive and observable, so the loop that made it stays.
+@inline(never)
+func sink<T>(_ value: T) {
+  if printSunk { print(value) }
+}
+
+@inline(never)
+func opaque<T>(_ value: T) -> T { value }
+
+let cases: [String: @Sendable (Int) -> Void] = [
+  "none": { _ in },
+  "checkout": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    for _ in 0..<n { box.writer!.write.a += 1 }
+    sink(box.read)
+  },
+  "writeNext": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    for _ in 0..<n { box.writeNext { $0.write.a += 1 } }
+    sink(box.read)
+  },
+  "tryWrite": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    for _ in 0..<n { box.tryWrite { $0.a += 1 } }
+    sink(box.read)
+  },
+  "read": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    for _ in 0..<n { sink(box.read) }
+  },
+  "mutex": { n in
+    let mutex = Mutex(Counter())
+    for _ in 0..<n { mutex.withLock { $0.a += 1 } }
+    sink(mutex.withLock { $0 })
+  },
+  "mutexRead": { n in
+    let mutex = Mutex(Counter())
+    for _ in 0..<n { sink(mutex.withLock { $0 }) }
+  },
+  "alloc": { n in
+    for _ in 0..<n { sink(makeSmall()) }
+  },
+  "append": { n in
+    let box = opaque(SingleWriter(value: [Int]()))
+    let proxy = box.writer!
+    for i in 0..<n { proxy.write.append(i) }
+    sink(box.read.count)
+  },
+  "mutexAppend": { n in
+    let mutex = Mutex([Int]())
+    for i in 0..<n { mutex.withLock { $0.append(i) } }
+    sink(mutex.withLock { $0.count })
+  },
+  "queue": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    withExtendedLifetime(box.writer) {
+      for _ in 0..<n { box.writeNext { $0.write.a += 1 } }
+    }
+    sink(box.read)
+  },
+  "tsCheckout": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { box.writer!.write.a += 1 }
+    sink(box.read)
+  },
+  "tsWriteNext": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { box.writeNext { $0.write.a += 1 } }
+    sink(box.read)
+  },
+  "tsTryWrite": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { box.tryWrite { $0.a += 1 } }
+    sink(box.read)
+  },
+  "tsWithWriter": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { box.withWriter { $0.a += 1 } }
+    sink(box.read)
+  },
+  "tsRead": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { sink(box.read) }
+  },
+  "tsQueue": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    withExtendedLifetime(box.writer) {
+      for _ in 0..<n { box.writeNext { $0.write.a += 1 } }
+    }
+    sink(box.read)
+  },
+  "articleCheckout": { n in
+    let box = opaque(ArticleSingleWriter(value: Counter()))
+    for _ in 0..<n { box.writer!.write.a += 1 }
+    sink(box.read)
+  },
+]
