@@ -18,7 +18,8 @@
 ///
 /// `SingleWriter` is for one thread or one actor: it does no synchronization, so reads
 /// and writes cost a load and a store. Use ``ThreadSafeSingleWriter`` to share state
-/// between threads.
+/// between threads. Debug builds check this: using one container from two threads at
+/// once is reported through ``RaceDetector``.
 public final class SingleWriter<Value> {
   // Exclusivity here is proved by the design rather than checked at run time:
   // the type is confined to one thread, and each access below is a short
@@ -28,6 +29,11 @@ public final class SingleWriter<Value> {
   @usableFromInline @exclusivity(unchecked) var spare: WriterProxy<Value>?
   @usableFromInline @exclusivity(unchecked) var pending = FIFO<PendingWrite>()
   #if DEBUG
+    // Debug builds log each read and write for RaceDetector, so that breaking the
+    // one-thread premise above is reported, not silent. A `let` before `value`, like
+    // the bookkeeping; every hook below is under `#if DEBUG`, so release builds are
+    // untouched.
+    @usableFromInline let accessLog = AccessLog()
     // Debug builds keep the run-time check on the value, so reading the container
     // from inside a mutation of the same value traps with "Simultaneous accesses".
     @usableFromInline var value: Value
@@ -46,12 +52,19 @@ public final class SingleWriter<Value> {
   @inlinable
   public init(value: Value) {
     self.value = value
+    #if DEBUG
+      accessLog.container = self
+    #endif
   }
 
   /// The current value, including writes made through a proxy that is still held.
   @inlinable
   public var read: Value {
-    value
+    #if DEBUG
+      accessLog.enter(.read)
+      defer { accessLog.leave(.read) }
+    #endif
+    return value
   }
 
   /// A proxy for writing, or `nil` while another proxy is alive.
@@ -68,7 +81,15 @@ public final class SingleWriter<Value> {
   /// ```
   @inlinable
   public var writer: WriterProxy<Value>? {
-    guard !isCheckedOut else { return nil }
+    guard !isCheckedOut else {
+      #if DEBUG
+        accessLog.check(.write)
+      #endif
+      return nil
+    }
+    #if DEBUG
+      accessLog.beginCheckout()
+    #endif
     isCheckedOut = true
     return WriterProxy(owner: self, lease: .owning)
   }
@@ -86,9 +107,15 @@ public final class SingleWriter<Value> {
   @inlinable
   public func writeNext(_ body: @escaping (WriterProxy<Value>) -> Void) {
     guard !isCheckedOut else {
+      #if DEBUG
+        accessLog.check(.write)
+      #endif
       pending.append(PendingWrite(body))
       return
     }
+    #if DEBUG
+      accessLog.beginCheckout()
+    #endif
     isCheckedOut = true
     if lend(body), !pending.isEmpty { drainPending() }
   }
@@ -103,9 +130,20 @@ public final class SingleWriter<Value> {
   @inlinable
   @discardableResult
   public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
-    guard !isCheckedOut else { return nil }
+    guard !isCheckedOut else {
+      #if DEBUG
+        accessLog.check(.write)
+      #endif
+      return nil
+    }
+    #if DEBUG
+      accessLog.beginCheckout()
+    #endif
     isCheckedOut = true
     defer {
+      #if DEBUG
+        accessLog.endCheckout()
+      #endif
       isCheckedOut = false
       if !pending.isEmpty { drainPending() }
     }
@@ -126,6 +164,9 @@ public final class SingleWriter<Value> {
     }
     proxy.lease = .idle
     spare = proxy
+    #if DEBUG
+      accessLog.endCheckout()
+    #endif
     isCheckedOut = false
     return true
   }
@@ -135,6 +176,9 @@ public final class SingleWriter<Value> {
   @usableFromInline
   func drainPending() {
     while !isCheckedOut, let next = pending.popFirst() {
+      #if DEBUG
+        accessLog.beginCheckout()
+      #endif
       isCheckedOut = true
       _ = lend(next.body)
     }
@@ -143,6 +187,9 @@ public final class SingleWriter<Value> {
   /// Called by an owning proxy's `deinit`.
   @usableFromInline
   func endCheckout() {
+    #if DEBUG
+      accessLog.endCheckout()
+    #endif
     isCheckedOut = false
     if !pending.isEmpty { drainPending() }
   }

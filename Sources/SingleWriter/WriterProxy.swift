@@ -30,10 +30,16 @@ public final class WriterProxy<Value> {
   public var write: Value {
     _read {
       if lease == .idle { staleProxyFailure() }
+      #if DEBUG
+        owner.accessLog.check(.read)
+      #endif
       yield owner.value
     }
     _modify {
       if lease == .idle { staleProxyFailure() }
+      #if DEBUG
+        owner.accessLog.check(.write)
+      #endif
       yield &owner.value
     }
   }

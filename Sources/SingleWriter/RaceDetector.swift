@@ -1,0 +1,100 @@
+/// A debug-build check that code on different threads does not use one resource at
+/// the same time in ways that conflict.
+///
+/// Mark where code reads or writes a resource, by name. Any number of threads may be
+/// inside `.read` sections of one resource at once; a `.write` section overlaps no
+/// section of another thread. When a thread enters a section that conflicts with one
+/// another thread is still inside, the detector reports it at once, with both sites
+/// and both threads, before the data has a chance to go bad. A thread never conflicts
+/// with itself, and neither does a task that resumes on another thread.
+///
+/// ```swift
+/// func save(_ order: Order) {
+///   RaceDetector.withAccess(.write, "orders") {
+///     orders.append(order)
+///   }
+/// }
+/// ```
+///
+/// ``SingleWriter`` marks its own accesses this way, so a plain container used from two
+/// threads at once is reported too.
+///
+/// Release builds (without `DEBUG`) compile every call to nothing: `withAccess` is just
+/// its body, and the resource name is never even built.
+public enum RaceDetector {
+  /// Marks the start of a section that `mode`s `resource`, until the matching
+  /// ``end(_:_:file:function:line:)`` on the same thread or task.
+  ///
+  /// ```swift
+  /// RaceDetector.begin(.read, "cache \(key)")
+  /// let hit = cache[key]
+  /// RaceDetector.end(.read, "cache \(key)")
+  /// ```
+  ///
+  /// If another thread is inside a conflicting section of `resource`, ``onRace`` gets a
+  /// report before this returns.
+  @inlinable @inline(__always)
+  public static func begin(
+    _ mode: AccessMode, _ resource: @autoclosure () -> String,
+    file: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) {
+    #if DEBUG
+      NamedSections.shared.begin(mode, resource(), file, function, line)
+    #endif
+  }
+
+  /// Marks the end of the section that ``begin(_:_:file:function:line:)`` started
+  /// on this thread or task.
+  ///
+  /// ```swift
+  /// RaceDetector.begin(.write, "log")
+  /// log.append(line)
+  /// RaceDetector.end(.write, "log")
+  /// ```
+  ///
+  /// Ending a section that was never begun stops the program with a message.
+  @inlinable @inline(__always)
+  public static func end(
+    _ mode: AccessMode, _ resource: @autoclosure () -> String,
+    file: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) {
+    #if DEBUG
+      NamedSections.shared.end(mode, resource(), file, function, line)
+    #endif
+  }
+
+  /// Runs `body` inside a section that `mode`s `resource`, and returns its result.
+  ///
+  /// ```swift
+  /// let count = RaceDetector.withAccess(.read, "orders") { orders.count }
+  /// ```
+  @inlinable @inline(__always)
+  @discardableResult
+  public static func withAccess<R, E: Error>(
+    _ mode: AccessMode, _ resource: @autoclosure () -> String,
+    file: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: () throws(E) -> R
+  ) throws(E) -> R {
+    #if DEBUG
+      let name = resource()
+      NamedSections.shared.begin(mode, name, file, function, line)
+      defer { NamedSections.shared.end(mode, name, file, function, line) }
+    #endif
+    return try body()
+  }
+
+  /// Receives every report, on the thread whose entry was the race.
+  ///
+  /// The default prints the report and the call stack to standard error, then stops
+  /// with `assertionFailure`. Replace it to log, count or collect reports instead:
+  ///
+  /// ```swift
+  /// RaceDetector.onRace = { report in logger.error("\(report)") }
+  /// ```
+  ///
+  /// Reading and setting it is thread-safe. The handler runs with no lock held.
+  public static var onRace: @Sendable (RaceReport) -> Void {
+    get { RaceHandlerStore.shared.handler }
+    set { RaceHandlerStore.shared.handler = newValue }
+  }
+}
