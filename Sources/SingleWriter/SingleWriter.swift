@@ -21,25 +21,25 @@
 /// between threads. Debug builds check this: using one container from two threads at
 /// once is reported through ``RaceDetector``.
 public final class SingleWriter<Value> {
-  // Exclusivity here is proved by the design rather than checked at run time:
-  // the type is confined to one thread, and each access below is a short
-  // load or store. Bookkeeping comes before `value` so that the unspecialized
-  // proxy `deinit` reaches it at fixed offsets, with no metadata lookup.
+  // Exclusivity here is proved by the design rather than checked at run time: the
+  // type is confined to one thread, and each access below is a short load or store.
+  // An owning proxy's `deinit` runs unspecialized generic code, so what it touches
+  // is kept free of generic layout: a flag, a count and a closure built in `init`.
   @usableFromInline @exclusivity(unchecked) var isCheckedOut = false
+  @usableFromInline @exclusivity(unchecked) var pendingCount = 0
+  /// Runs the queue; built in the inlinable `init`, so it is specialized for `Value`
+  /// in the caller's module even when a `deinit` calls it.
+  @usableFromInline let drain: (SingleWriter<Value>) -> Void
   @usableFromInline @exclusivity(unchecked) var spare: WriterProxy<Value>?
   @usableFromInline @exclusivity(unchecked) var pending = FIFO<PendingWrite>()
   #if DEBUG
     // Debug builds log each read and write for RaceDetector, so that breaking the
-    // one-thread premise above is reported, not silent. A `let` before `value`, like
-    // the bookkeeping; every hook below is under `#if DEBUG`, so release builds are
-    // untouched.
+    // one-thread premise above is reported, not silent. Every hook below is under
+    // `#if DEBUG`, so release builds are untouched.
     @usableFromInline let accessLog = AccessLog()
-    // Debug builds keep the run-time check on the value, so reading the container
-    // from inside a mutation of the same value traps with "Simultaneous accesses".
-    @usableFromInline var value: Value
-  #else
-    @usableFromInline @exclusivity(unchecked) var value: Value
   #endif
+  /// The value, at a stable address, so a proxy writes it without touching `self`.
+  @usableFromInline let storage: UnsafeMutablePointer<Value>
 
   /// A queued `writeNext` closure, wrapped so the queue stores it unboxed.
   @usableFromInline
@@ -51,7 +51,9 @@ public final class SingleWriter<Value> {
   /// Wraps `value` so that only one place at a time can write it.
   @inlinable
   public init(value: Value) {
-    self.value = value
+    storage = .allocate(capacity: 1)
+    storage.initialize(to: value)
+    drain = { $0.drainPending() }
     #if DEBUG
       accessLog.container = self
     #endif
@@ -64,7 +66,7 @@ public final class SingleWriter<Value> {
       accessLog.enter(.read)
       defer { accessLog.leave(.read) }
     #endif
-    return value
+    return storage.pointee
   }
 
   /// A proxy for writing, or `nil` while another proxy is alive.
@@ -111,13 +113,14 @@ public final class SingleWriter<Value> {
         accessLog.check(.write)
       #endif
       pending.append(PendingWrite(body))
+      pendingCount += 1
       return
     }
     #if DEBUG
       accessLog.beginCheckout()
     #endif
     isCheckedOut = true
-    if lend(body), !pending.isEmpty { drainPending() }
+    if lend(body), pendingCount != 0 { drainPending() }
   }
 
   /// Mutates the value in place if the writer is free, and returns `nil` if it is not.
@@ -145,9 +148,9 @@ public final class SingleWriter<Value> {
         accessLog.endCheckout()
       #endif
       isCheckedOut = false
-      if !pending.isEmpty { drainPending() }
+      if pendingCount != 0 { drainPending() }
     }
-    return try body(&value)
+    return try body(&storage.pointee)
   }
 
   /// Lends a proxy to `body` for one write and takes it back afterwards, so the
@@ -155,15 +158,18 @@ public final class SingleWriter<Value> {
   /// the proxy: the checkout then lasts until ARC releases it.
   @inlinable
   func lend(_ body: (WriterProxy<Value>) -> Void) -> Bool {
-    var proxy = spare.take() ?? WriterProxy(owner: self, lease: .lent)
-    proxy.lease = .lent
-    body(proxy)
-    guard isKnownUniquelyReferenced(&proxy) else {
-      proxy.keep()
+    if spare == nil { spare = WriterProxy(owner: self, lease: .idle) }
+    // Guaranteed, not retained: nothing replaces `spare` while `body` runs.
+    let proxy = Unmanaged.passUnretained(spare.unsafelyUnwrapped)
+    proxy._withUnsafeGuaranteedRef {
+      $0.lease = .lent
+      body($0)
+    }
+    guard isKnownUniquelyReferenced(&spare) else {
+      spare.take().unsafelyUnwrapped.keep()
       return false
     }
-    proxy.lease = .idle
-    spare = proxy
+    proxy._withUnsafeGuaranteedRef { $0.lease = .idle }
     #if DEBUG
       accessLog.endCheckout()
     #endif
@@ -173,9 +179,10 @@ public final class SingleWriter<Value> {
 
   /// Runs queued writes one after another until the queue is empty or one of them
   /// keeps its proxy. A loop, not recursion: a deep queue uses no stack.
-  @usableFromInline
+  @inlinable
   func drainPending() {
     while !isCheckedOut, let next = pending.popFirst() {
+      pendingCount -= 1
       #if DEBUG
         accessLog.beginCheckout()
       #endif
@@ -191,7 +198,13 @@ public final class SingleWriter<Value> {
       accessLog.endCheckout()
     #endif
     isCheckedOut = false
-    if !pending.isEmpty { drainPending() }
+    if pendingCount != 0 { drain(self) }
+  }
+
+  deinit {
+    spare = nil
+    storage.deinitialize(count: 1)
+    storage.deallocate()
   }
 }
 

@@ -22,13 +22,12 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   public func write<R: Sendable>(
     _ body: sending (inout Value) throws -> R
   ) async throws -> R {
-    if !tryBeginClosureWrite() {
+    if !lock.tryBeginClosureWrite(lent: false) {
       try await waitForTurn()
-      sw_uptr_store(checkoutThread, closureScoped(sw_current_thread()))
-      beginWriting()
+      lock.beginClosureWrite(lent: false)
     }
-    defer { endClosureWrite() }
-    return try body(&value)
+    defer { if !lock.tryEndClosureWrite() { finishClosureWrite() } }
+    return try body(&storage.pointee)
   }
 
   /// Waits its turn for the writer by suspending, then returns the proxy. The checkout
@@ -42,12 +41,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// Throws `CancellationError`, without checking out, if the task is cancelled while
   /// waiting.
   public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
-    if !tryCheckout() { try await waitForTurn() }
+    if !lock.tryCheckout() { try await waitForTurn() }
     // A task can resume on any thread: no thread in particular holds this checkout.
-    sw_uptr_store(checkoutThread, 0)
-    let proxy = ThreadSafeWriterProxy(owner: self)
-    proxy.retainOwner()
-    return proxy
+    sw_uptr_store(lock.checkoutThread, 0)
+    return ThreadSafeWriterProxy(owning: self)
   }
 
   /// Suspends until the queue hands this task the checkout, or throws if the task is
@@ -77,15 +74,16 @@ extension ThreadSafeSingleWriter {
   func enqueueTask(
     _ waiter: TaskWaiter, _ continuation: CheckedContinuation<Void, any Error>
   ) -> TaskEnqueueResult {
-    let lock = sw_writer_queue_lock(sync)
-    sw_mutex_lock(lock)
-    defer { sw_mutex_unlock(lock) }
+    sw_mutex_lock(lock.queueLock)
+    defer { sw_mutex_unlock(lock.queueLock) }
     if waiter.isCancelled { return .cancelled }
-    var s = sw_load_relaxed(state)
+    var s = sw_load_relaxed(lock.state)
     while true {
       if s & WriterState.writer == 0 {
-        if sw_cas(state, &s, s | WriterState.writer) { return .checkedOut }
-      } else if s & WriterState.queued != 0 || sw_cas(state, &s, s | WriterState.queued) {
+        if sw_cas(lock.state, &s, s | WriterState.writer) { return .checkedOut }
+      } else if s & WriterState.queued != 0
+        || sw_cas(lock.state, &s, s | WriterState.queued)
+      {
         waiter.continuation = continuation
         pending.append(.task(waiter))
         return .queued
@@ -96,16 +94,15 @@ extension ThreadSafeSingleWriter {
   /// Marks `waiter` cancelled and takes it out of the queue. Returns its continuation
   /// if it was still waiting, for the caller to resume outside the lock.
   func cancelWaiting(_ waiter: TaskWaiter) -> CheckedContinuation<Void, any Error>? {
-    let lock = sw_writer_queue_lock(sync)
-    sw_mutex_lock(lock)
-    defer { sw_mutex_unlock(lock) }
+    sw_mutex_lock(lock.queueLock)
+    defer { sw_mutex_unlock(lock.queueLock) }
     waiter.isCancelled = true
     let removed = pending.removeFirst {
       if case .task(let queued) = $0 { return queued === waiter }
       return false
     }
     guard removed != nil else { return nil }
-    if pending.isEmpty { sw_fetch_and(state, ~WriterState.queued) }
+    if pending.isEmpty { sw_fetch_and(lock.state, ~WriterState.queued) }
     return waiter.continuation.take()
   }
 
@@ -114,36 +111,35 @@ extension ThreadSafeSingleWriter {
   /// Called by the checkout holder as a checkout ends: yields the value to every
   /// `changes()` stream if a write happened. Checkouts are ordered, so publications
   /// are too; the yields happen outside the queue lock.
-  @usableFromInline
+  @inlinable
   func publishIfDirty() {
-    beginRead()
-    guard isDirty else {
-      endRead()
+    let slot = lock.beginRead()
+    guard sw_load_relaxed(lock.state) & WriterState.dirty != 0 else {
+      if slot { lock.endRead() }
       return
     }
-    isDirty = false
-    let snapshot = value
-    endRead()
-    let lock = sw_writer_queue_lock(sync)
-    sw_mutex_lock(lock)
+    sw_fetch_and(lock.state, ~WriterState.dirty)
+    let snapshot = storage.pointee
+    if slot { lock.endRead() }
+    sw_mutex_lock(lock.queueLock)
     let targets = Array(subscribers.values)
-    sw_mutex_unlock(lock)
+    sw_mutex_unlock(lock.queueLock)
     for subscriber in targets { subscriber.yield(snapshot) }
   }
 
   func unsubscribe(_ id: UInt64) {
-    let lock = sw_writer_queue_lock(sync)
-    sw_mutex_lock(lock)
+    sw_mutex_lock(lock.queueLock)
     subscribers[id] = nil
-    if subscribers.isEmpty { sw_fetch_and(state, ~WriterState.observed) }
-    sw_mutex_unlock(lock)
+    if subscribers.isEmpty {
+      sw_fetch_and(lock.state, ~(WriterState.observed | WriterState.dirty))
+    }
+    sw_mutex_unlock(lock.queueLock)
   }
 
   /// How many `changes()` streams are live; for tests.
   var subscriberCount: Int {
-    let lock = sw_writer_queue_lock(sync)
-    sw_mutex_lock(lock)
-    defer { sw_mutex_unlock(lock) }
+    sw_mutex_lock(lock.queueLock)
+    defer { sw_mutex_unlock(lock.queueLock) }
     return subscribers.count
   }
 }
@@ -171,28 +167,28 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// in progress while holding that lock (the writer may need it to queue a write), so
   /// it only tries, and retries after the write ends.
   func subscribe(_ continuation: AsyncStream<Value>.Continuation) {
-    let lock = sw_writer_queue_lock(sync)
     let me = sw_current_thread()
     while true {
-      sw_mutex_lock(lock)
-      var s = sw_load_relaxed(state)
-      if s & WriterState.writing == 0, sw_cas(state, &s, s &+ WriterState.reader) {
+      sw_mutex_lock(lock.queueLock)
+      var s = sw_load_relaxed(lock.state)
+      if s & WriterState.writing == 0, sw_cas(lock.state, &s, s &+ WriterState.reader) {
         let id = nextSubscriberID
         nextSubscriberID += 1
         subscribers[id] = Subscriber(
           yield: { continuation.yield($0) }, finish: { continuation.finish() })
-        sw_fetch_or(state, WriterState.observed)
-        continuation.yield(value)
-        endRead()
-        sw_mutex_unlock(lock)
+        sw_fetch_or(lock.state, WriterState.observed)
+        continuation.yield(storage.pointee)
+        lock.endRead()
+        sw_mutex_unlock(lock.queueLock)
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         return
       }
-      sw_mutex_unlock(lock)
-      if s & WriterState.writing != 0, sw_uptr_load(writingThread) == me {
+      sw_mutex_unlock(lock.queueLock)
+      let holder = sw_uptr_load(lock.writingThread)
+      if s & WriterState.writing != 0, holder == me || holder == scoped(me) {
         selfDeadlockFailure("changes() inside a write")
       }
-      sleep(expecting: &s)
+      lock.sleep(expecting: &s)
     }
   }
 }

@@ -13,29 +13,42 @@
 /// }
 /// ```
 public final class ThreadSafeWriterProxy<Value> {
-  // No mutable state: whether this proxy ends a checkout follows from how it was
-  // handed out, so nothing here needs synchronizing when it is reused or sent.
-  // Unretained so the container can keep an idle proxy as its spare without a cycle;
-  // a proxy out in the world holds a manual +1 on it (`retainOwner`).
+  // Nothing here changes after `init`, so a proxy needs no synchronization of its own
+  // when it is reused or sent. Whether it ends a checkout follows from how it was
+  // handed out. The container is unretained so it can keep an idle proxy as its spare
+  // without a cycle; a proxy out in the world holds a manual +1 on it (`retainOwner`).
+  // Writes go through `lock` and `value` alone, so they never retain the container.
   @usableFromInline unowned(unsafe) let owner: ThreadSafeSingleWriter<Value>
+  @usableFromInline let lock: WriterLock
+  @usableFromInline let value: UnsafeMutablePointer<Value>
 
+  /// A proxy for lending to `writeNext` bodies; it does not retain `owner`.
   @inlinable
-  init(owner: ThreadSafeSingleWriter<Value>) {
+  init(lentBy owner: ThreadSafeSingleWriter<Value>) {
     self.owner = owner
+    lock = owner.lock
+    value = owner.storage
+  }
+
+  /// A proxy that owns the checkout until ARC releases it.
+  @inlinable
+  convenience init(owning owner: ThreadSafeSingleWriter<Value>) {
+    self.init(lentBy: owner)
+    retainOwner()
   }
 
   /// The container's value, read and mutated in place.
   @inlinable
   public var write: Value {
     _read {
-      owner.beginRead()
-      defer { owner.endRead() }
-      yield owner.value
+      let slot = lock.beginRead()
+      defer { if slot { lock.endRead() } }
+      yield value.pointee
     }
     _modify {
-      owner.beginWriting()
-      defer { owner.endWriting() }
-      yield &owner.value
+      let took = lock.beginWriting()
+      defer { if took { lock.endWriting() } }
+      yield &value.pointee
     }
   }
 
@@ -46,11 +59,11 @@ public final class ThreadSafeWriterProxy<Value> {
 
   deinit {
     guard !owner.isTearingDown else { return }
-    owner.endCheckout()
+    if !lock.tryEndCheckout() { owner.finishCheckout(owner) }
     Unmanaged.passUnretained(owner).release()
   }
 }
 
-// Sendable: the only stored property is immutable, and every access to the value
-// goes through the container's synchronized paths.
+// Sendable: every stored property is immutable, and every access to the value goes
+// through the container's lock.
 extension ThreadSafeWriterProxy: @unchecked Sendable where Value: Sendable {}

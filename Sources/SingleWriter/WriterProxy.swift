@@ -15,12 +15,15 @@ public final class WriterProxy<Value> {
   // Unretained so the container can park an idle proxy as its spare without a
   // reference cycle; an owning proxy holds a manual +1 on it (see `keep`).
   @usableFromInline unowned(unsafe) let owner: SingleWriter<Value>
+  // The container's storage, so writes never touch, or retain, the container.
+  @usableFromInline let value: UnsafeMutablePointer<Value>
   // Only the thread that uses the container touches this.
   @usableFromInline @exclusivity(unchecked) var lease: Lease
 
   @inlinable
   init(owner: SingleWriter<Value>, lease: Lease) {
     self.owner = owner
+    value = owner.storage
     self.lease = .lent
     if lease == .owning { keep() }
   }
@@ -33,14 +36,14 @@ public final class WriterProxy<Value> {
       #if DEBUG
         owner.accessLog.check(.read)
       #endif
-      yield owner.value
+      yield value.pointee
     }
     _modify {
       if lease == .idle { staleProxyFailure() }
       #if DEBUG
         owner.accessLog.check(.write)
       #endif
-      yield &owner.value
+      yield &value.pointee
     }
   }
 
@@ -54,8 +57,9 @@ public final class WriterProxy<Value> {
 
   deinit {
     guard lease == .owning else { return }
-    owner.endCheckout()
-    Unmanaged.passUnretained(owner).release()
+    let owner = Unmanaged.passUnretained(self.owner)
+    owner._withUnsafeGuaranteedRef { $0.endCheckout() }
+    owner.release()
   }
 }
 

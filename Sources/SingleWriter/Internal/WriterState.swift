@@ -17,11 +17,17 @@ enum WriterState {
   @inlinable static var waiters: UInt32 { 8 }
   /// Someone listens to `changes()`: ending a checkout publishes the value.
   @inlinable static var observed: UInt32 { 16 }
+  /// Written since the last publication; set only while `observed` (`observed << 1`).
+  @inlinable static var dirty: UInt32 { 32 }
   /// One reader; the bits from here up count the readers copying the value.
-  @inlinable static var reader: UInt32 { 32 }
-  @inlinable static var readerShift: UInt32 { 5 }
+  @inlinable static var reader: UInt32 { 64 }
+  @inlinable static var readerShift: UInt32 { 6 }
   /// Bits that do not stop a write access from starting.
-  @inlinable static var compatibleWithWriting: UInt32 { writer | queued | waiters | observed }
+  @inlinable static var compatibleWithWriting: UInt32 {
+    writer | queued | waiters | observed | dirty
+  }
+  /// `dirty` if `s` is observed, else 0: a write marks itself without a branch.
+  @inlinable static func dirtyIfObserved(_ s: UInt32) -> UInt32 { (s & observed) << 1 }
 }
 
 /// A task suspended in `write` or `checkout` until the queue reaches it.
@@ -74,11 +80,13 @@ final class Waiter: @unchecked Sendable {
   }
 }
 
-/// Marks a checkout thread id as held by a closure on that thread (`tryWrite`,
-/// `withWriter`, a `writeNext` body): waiting on it from that thread can never end.
-/// Thread ids are pointers, so the low bit is free.
+/// Marks a thread id as held for the length of a closure on that thread. In
+/// `checkoutThread`: `tryWrite`, `withWriter` or a `writeNext` body, so waiting on it
+/// from that thread can never end. In `writingThread`: a `writeNext` body, which holds
+/// the value for its whole run, so its own proxy writes and reads need no lock. Thread
+/// ids are pointers, so the low bit is free.
 @inlinable
-func closureScoped(_ thread: UInt) -> UInt { thread | 1 }
+func scoped(_ thread: UInt) -> UInt { thread | 1 }
 
 /// Stops a `withWriter` that would wait for a checkout its own thread holds.
 @usableFromInline @inline(never)
