@@ -90,7 +90,7 @@ void sw_print_error(const char *message) {
   fflush(stderr);
 }
 
-uintptr_t sw_current_thread(void) {
+uintptr_t sw_current_thread_slow(void) {
 #if defined(_WIN32)
   return (uintptr_t)GetCurrentThreadId();
 #else

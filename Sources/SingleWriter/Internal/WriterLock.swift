@@ -66,6 +66,7 @@ struct WriterLock {
   @inlinable func beginRead() -> Bool {
     var s = sw_load_relaxed(state)
     if s & WriterState.writing == 0, sw_cas(state, &s, s &+ WriterState.reader) { return true }
+    if sw_uptr_load(writingThread) == scoped(sw_current_thread()) { return false }
     return beginReadSlow()
   }
 
@@ -102,7 +103,9 @@ struct WriterLock {
       sw_uptr_store(writingThread, sw_current_thread())
       return true
     }
-    return acquireWriting(marking: sw_current_thread())
+    let me = sw_current_thread()
+    if sw_uptr_load(writingThread) == scoped(me) { return false }
+    return acquireWriting(marking: me)
   }
 
   /// Waits for the readers and takes `writing`, recording `mark` as its holder.
