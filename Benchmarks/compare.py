@@ -51,6 +51,7 @@ ORDER = [
     "Write: ThreadSafeSingleWriter writeNext (free)",
     "Write: ThreadSafeSingleWriter tryWrite",
     "Write: ThreadSafeSingleWriter withWriter",
+    "Write: ThreadSafeSingleWriter await write, one Task",
     "Write: article checkout+write+release",
     "Write: article writeNext (free)",
     "Read: Mutex.withLock { $0 }",

@@ -42,4 +42,13 @@ func threadSafeWriteBenchmarks() {
     }
     blackHole(box.read)
   }
+
+  Benchmark("Write: ThreadSafeSingleWriter await write, one Task") { benchmark async in
+    let box = ThreadSafeSingleWriter(value: Counter())
+    blackHole(box)
+    for _ in benchmark.scaledIterations {
+      try? await box.write { $0.a += 1 }
+    }
+    blackHole(box.read)
+  }
 }
