@@ -83,16 +83,7 @@ public final class SingleWriter<Value> {
   /// ```
   @inlinable
   public var writer: WriterProxy<Value>? {
-    guard !isCheckedOut else {
-      #if DEBUG
-        accessLog.check(.write)
-      #endif
-      return nil
-    }
-    #if DEBUG
-      accessLog.beginCheckout()
-    #endif
-    isCheckedOut = true
+    guard tryCheckout() else { return nil }
     return WriterProxy(owner: self, lease: .owning)
   }
 
@@ -108,18 +99,11 @@ public final class SingleWriter<Value> {
   /// ```
   @inlinable
   public func writeNext(_ body: @escaping (WriterProxy<Value>) -> Void) {
-    guard !isCheckedOut else {
-      #if DEBUG
-        accessLog.check(.write)
-      #endif
+    guard tryCheckout() else {
       pending.append(PendingWrite(body))
       pendingCount += 1
       return
     }
-    #if DEBUG
-      accessLog.beginCheckout()
-    #endif
-    isCheckedOut = true
     if lend(body), pendingCount != 0 { drainPending() }
   }
 
@@ -133,16 +117,7 @@ public final class SingleWriter<Value> {
   @inlinable
   @discardableResult
   public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
-    guard !isCheckedOut else {
-      #if DEBUG
-        accessLog.check(.write)
-      #endif
-      return nil
-    }
-    #if DEBUG
-      accessLog.beginCheckout()
-    #endif
-    isCheckedOut = true
+    guard tryCheckout() else { return nil }
     defer {
       #if DEBUG
         accessLog.endCheckout()
@@ -151,6 +126,25 @@ public final class SingleWriter<Value> {
       if pendingCount != 0 { drainPending() }
     }
     return try body(&storage.pointee)
+  }
+
+  /// Takes the checkout if it is free. Debug builds also check the attempt, granted
+  /// or refused, against other threads' use of this container.
+  @inlinable
+  func tryCheckout(
+    file: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) -> Bool {
+    guard !isCheckedOut else {
+      #if DEBUG
+        accessLog.check(.write, file: file, function: function, line: line)
+      #endif
+      return false
+    }
+    #if DEBUG
+      accessLog.beginCheckout(file: file, function: function, line: line)
+    #endif
+    isCheckedOut = true
+    return true
   }
 
   /// Lends a proxy to `body` for one write and takes it back afterwards, so the
