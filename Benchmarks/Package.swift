@@ -28,6 +28,15 @@ let package = Package(
       dependencies: [.product(name: "SingleWriter", package: "SingleWriter")],
       path: "Benchmarks/Shared"
     ),
+    // The defaults and the Mutex reference row every suite shares.
+    .target(
+      name: "BenchmarkSuite",
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "Benchmark", package: "package-benchmark"),
+      ],
+      path: "Benchmarks/Suite"
+    ),
     // Finds the deepest queue the article's recursive drain survives.
     .executableTarget(
       name: "ArticleDepthProbe",
@@ -57,6 +66,7 @@ for suite in [
       name: suite,
       dependencies: [
         "BenchmarkSupport",
+        "BenchmarkSuite",
         .product(name: "SingleWriter", package: "SingleWriter"),
         .product(name: "Benchmark", package: "package-benchmark"),
       ],

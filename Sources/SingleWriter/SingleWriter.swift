@@ -196,7 +196,6 @@ public final class SingleWriter<Value> {
   }
 
   deinit {
-    spare = nil
     storage.deinitialize(count: 1)
     storage.deallocate()
   }

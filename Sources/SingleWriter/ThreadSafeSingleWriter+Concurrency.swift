@@ -77,18 +77,9 @@ extension ThreadSafeSingleWriter {
     sw_mutex_lock(lock.queueLock)
     defer { sw_mutex_unlock(lock.queueLock) }
     if waiter.isCancelled { return .cancelled }
-    var s = sw_load_relaxed(lock.state)
-    while true {
-      if s & WriterState.writer == 0 {
-        if sw_cas(lock.state, &s, s | WriterState.writer) { return .checkedOut }
-      } else if s & WriterState.queued != 0
-        || sw_cas(lock.state, &s, s | WriterState.queued)
-      {
-        waiter.continuation = continuation
-        pending.append(.task(waiter))
-        return .queued
-      }
-    }
+    // Set before queueing: the drain may pop the waiter as soon as the lock is free.
+    waiter.continuation = continuation
+    return enqueueHoldingQueueLock(.task(waiter)) ? .queued : .checkedOut
   }
 
   /// Marks `waiter` cancelled and takes it out of the queue. Returns its continuation

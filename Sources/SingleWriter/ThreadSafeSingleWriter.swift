@@ -188,6 +188,12 @@ public final class ThreadSafeSingleWriter<Value> {
   func enqueue(_ entry: Pending) -> Bool {
     sw_mutex_lock(lock.queueLock)
     defer { sw_mutex_unlock(lock.queueLock) }
+    return enqueueHoldingQueueLock(entry)
+  }
+
+  /// `enqueue`, for callers that already hold the queue lock.
+  @inlinable
+  func enqueueHoldingQueueLock(_ entry: Pending) -> Bool {
     var s = sw_load_relaxed(lock.state)
     while true {
       if s & WriterState.writer == 0 {

@@ -3,29 +3,14 @@
 // array's own regrowth at that size.
 
 import Benchmark
+import BenchmarkSuite
 import BenchmarkSupport
 import SingleWriter
 import Synchronization
 
 let benchmarks: @Sendable () -> Void = {
-  Benchmark.defaultConfiguration = .init(
-    metrics: [.wallClock, .mallocCountTotal],
-    timeUnits: .nanoseconds,
-    warmupIterations: 1,
-    scalingFactor: .mega,
-    maxDuration: .seconds(1),
-    maxIterations: 7
-  )
-
-  // This suite's own Mutex increment: compare.py divides by it, so that rows are
-  // compared with a reference measured in the same process, moments apart.
-  Benchmark("Ref: Mutex.withLock (Append suite)") { benchmark in
-    let mutex = Mutex(Counter())
-    for _ in benchmark.scaledIterations {
-      mutex.withLock { $0.a += 1 }
-    }
-    blackHole(mutex.withLock { $0 })
-  }
+  configureSuite()
+  registerMutexReference(suite: "Append")
 
   for size in [1_000, 100_000, 1_000_000] {
     Benchmark("Append: SingleWriter held writer, \(size.formatted) elements") { benchmark in

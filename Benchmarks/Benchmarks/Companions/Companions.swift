@@ -3,6 +3,7 @@
 // classic concurrent-queue-with-barrier, Confined against an actor.
 
 import Benchmark
+import BenchmarkSuite
 import BenchmarkSupport
 import Dispatch
 import Foundation
@@ -29,24 +30,8 @@ final class LockedDictionary: @unchecked Sendable {
 }
 
 let benchmarks: @Sendable () -> Void = {
-  Benchmark.defaultConfiguration = .init(
-    metrics: [.wallClock, .mallocCountTotal],
-    timeUnits: .nanoseconds,
-    warmupIterations: 1,
-    scalingFactor: .mega,
-    maxDuration: .seconds(1),
-    maxIterations: 7
-  )
-
-  // This suite's own Mutex increment: compare.py divides by it, so that rows are
-  // compared with a reference measured in the same process, moments apart.
-  Benchmark("Ref: Mutex.withLock (Companions suite)") { benchmark in
-    let mutex = Mutex(Counter())
-    for _ in benchmark.scaledIterations {
-      mutex.withLock { $0.a += 1 }
-    }
-    blackHole(mutex.withLock { $0 })
-  }
+  configureSuite()
+  registerMutexReference(suite: "Companions")
 
   // MARK: ReentrantMutex vs NSRecursiveLock, nested 1 and 3 deep
 

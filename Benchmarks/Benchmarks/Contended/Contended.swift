@@ -4,6 +4,7 @@
 // throughput (increments per second, both threads together).
 
 import Benchmark
+import BenchmarkSuite
 import BenchmarkSupport
 import Foundation
 import SingleWriter
@@ -15,24 +16,8 @@ final class SharedMutex: Sendable {
 }
 
 let benchmarks: @Sendable () -> Void = {
-  Benchmark.defaultConfiguration = .init(
-    metrics: [.wallClock],
-    timeUnits: .nanoseconds,
-    warmupIterations: 1,
-    scalingFactor: .mega,
-    maxDuration: .seconds(2),
-    maxIterations: 7
-  )
-
-  // This suite's own Mutex increment: compare.py divides by it, so that rows are
-  // compared with a reference measured in the same process, moments apart.
-  Benchmark("Ref: Mutex.withLock (Contended suite)") { benchmark in
-    let mutex = Mutex(Counter())
-    for _ in benchmark.scaledIterations {
-      mutex.withLock { $0.a += 1 }
-    }
-    blackHole(mutex.withLock { $0 })
-  }
+  configureSuite(metrics: [.wallClock], maxDuration: .seconds(2))
+  registerMutexReference(suite: "Contended")
 
   Benchmark("Contended: Mutex.withLock, 2 threads (2000000 ops/sample)") { benchmark in
     let shared = SharedMutex()

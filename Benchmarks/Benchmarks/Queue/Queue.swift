@@ -3,29 +3,13 @@
 // `deinit`, so it runs at a depth its stack survives (see ArticleDepthProbe).
 
 import Benchmark
+import BenchmarkSuite
 import BenchmarkSupport
 import SingleWriter
-import Synchronization
 
 let benchmarks: @Sendable () -> Void = {
-  Benchmark.defaultConfiguration = .init(
-    metrics: [.wallClock, .mallocCountTotal],
-    timeUnits: .nanoseconds,
-    warmupIterations: 1,
-    scalingFactor: .mega,
-    maxDuration: .seconds(2),
-    maxIterations: 5
-  )
-
-  // This suite's own Mutex increment: compare.py divides by it, so that rows are
-  // compared with a reference measured in the same process, moments apart.
-  Benchmark("Ref: Mutex.withLock (Queue suite)") { benchmark in
-    let mutex = Mutex(Counter())
-    for _ in benchmark.scaledIterations {
-      mutex.withLock { $0.a += 1 }
-    }
-    blackHole(mutex.withLock { $0 })
-  }
+  configureSuite(maxDuration: .seconds(2), maxIterations: 5)
+  registerMutexReference(suite: "Queue")
 
   Benchmark("Queue: SingleWriter 1M writeNext queued, one release") { benchmark in
     let box = SingleWriter(value: Counter())

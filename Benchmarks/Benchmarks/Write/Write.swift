@@ -3,6 +3,7 @@
 // disappears; `compare.sh` divides by the count.
 
 import Benchmark
+import BenchmarkSuite
 import BenchmarkSupport
 import Dispatch
 import Foundation
@@ -16,14 +17,7 @@ actor CounterActor {
 }
 
 let benchmarks: @Sendable () -> Void = {
-  Benchmark.defaultConfiguration = .init(
-    metrics: [.wallClock, .mallocCountTotal],
-    timeUnits: .nanoseconds,
-    warmupIterations: 1,
-    scalingFactor: .mega,
-    maxDuration: .seconds(1),
-    maxIterations: 7
-  )
+  configureSuite()
 
   // MARK: SingleWriter
 
