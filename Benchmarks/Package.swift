@@ -52,13 +52,23 @@ let package = Package(
       ],
       path: "Tools/Profile"
     ),
+    // Contended increments at 2, 4 and 8 threads, with overlap and sanity checks that
+    // package-benchmark cannot make; run by compare.sh (see README.md, Contended).
+    .executableTarget(
+      name: "Contended",
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+      ],
+      path: "Tools/Contended"
+    ),
   ],
   swiftLanguageModes: [.v6]
 )
 
 // One executable per suite, each with the BenchmarkPlugin.
 for suite in [
-  "Write", "Read", "Queue", "Append", "Contended",
+  "Write", "Read", "Queue", "Append", "Observed",
   "Companions",  // ReentrantMutex, BarrierStore, Confined
 ] {
   package.targets.append(

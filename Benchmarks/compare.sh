@@ -7,24 +7,42 @@
 #   Benchmarks/compare.sh --update         # ... and rewrite ratios-baseline.json
 #   Benchmarks/compare.sh --runs 3         # three runs, median of each figure
 #   Benchmarks/compare.sh --target Write   # extra arguments go to `benchmark`
+#   Benchmarks/compare.sh --contended-only # only the Contended table (Tools/Contended)
+#   Benchmarks/compare.sh --skip-contended # only the package-benchmark suites
+#
+# After the suites, it builds and runs Tools/Contended, which prints the contended table,
+# its validity and its goals (2, 4 and 8 threads; see README.md, Contended). `--target`
+# with a suite skips it; `--target Contended` runs only it.
 #
 # Environment: RATIO_TOLERANCE (default 0.5, i.e. +50%) for --check;
-# RESULTS_DIR to keep the raw samples instead of a temporary directory.
+# RESULTS_DIR to keep the raw samples instead of a temporary directory;
+# CONTENDED_ARGS for Tools/Contended (e.g. "--rounds 9" or "--strict", which fails the
+# run unless it is valid and every contended goal passes); SCRATCH_PATH for a build
+# directory other than Benchmarks/.build.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 mode=()
 passthrough=()
 runs=1
+suites=yes
+contended=yes
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --check) mode=(--check "$here/ratios-baseline.json") ;;
     --update) mode=(--update "$here/ratios-baseline.json") ;;
     --runs) runs="$2"; shift ;;
+    --contended-only) suites=no ;;
+    --skip-contended) contended=no ;;
+    --target)
+      if [[ "${2:-}" == Contended ]]; then suites=no; else contended=no; passthrough+=("$1" "${2:-}"); fi
+      shift ;;
     *) passthrough+=("$1") ;;
   esac
   shift
 done
+scratch=()
+if [[ -n "${SCRATCH_PATH:-}" ]]; then scratch=(--scratch-path "$SCRATCH_PATH"); fi
 
 if [[ -n "${RESULTS_DIR:-}" ]]; then
   results="$RESULTS_DIR"
@@ -37,17 +55,37 @@ fi
 # The plugin builds in release and runs each suite in its own process. The sandbox
 # would stop it writing the samples outside the package.
 directories=()
-for run in $(seq 1 "$runs"); do
-  directory="$results/run-$run"
-  mkdir -p "$directory"
-  if ! swift package --package-path "$here" --disable-sandbox benchmark \
-    --format histogramSamples --time-units nanoseconds --no-progress \
-    --path "$directory" ${passthrough[@]+"${passthrough[@]}"} >"$directory/benchmark.log" 2>&1; then
-    cat "$directory/benchmark.log" >&2
-    echo "compare.sh: the benchmark run failed" >&2
+status=0
+if [[ $suites == yes ]]; then
+  for run in $(seq 1 "$runs"); do
+    directory="$results/run-$run"
+    mkdir -p "$directory"
+    if ! swift package --package-path "$here" ${scratch[@]+"${scratch[@]}"} --disable-sandbox benchmark \
+      --format histogramSamples --time-units nanoseconds --no-progress \
+      --path "$directory" ${passthrough[@]+"${passthrough[@]}"} >"$directory/benchmark.log" 2>&1; then
+      cat "$directory/benchmark.log" >&2
+      echo "compare.sh: the benchmark run failed" >&2
+      exit 2
+    fi
+    directories+=("$directory")
+  done
+
+  python3 "$here/compare.py" "${directories[@]}" ${mode[@]+"${mode[@]}"} || status=$?
+fi
+
+# Contended: a plain release executable, since package-benchmark's samples cannot say
+# whether the threads overlapped. It prints its own table, validity and goals.
+if [[ $contended == yes ]]; then
+  build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product Contended)
+  if ! "${build[@]}" >"$results/contended-build.log" 2>&1; then
+    cat "$results/contended-build.log" >&2
+    echo "compare.sh: building Tools/Contended failed" >&2
     exit 2
   fi
-  directories+=("$directory")
-done
-
-python3 "$here/compare.py" "${directories[@]}" ${mode[@]+"${mode[@]}"}
+  bin="$("${build[@]}" --show-bin-path)"
+  echo
+  echo "Load before Contended: $(uptime)"
+  # shellcheck disable=SC2086  # CONTENDED_ARGS is a list of words
+  "$bin/Contended" ${CONTENDED_ARGS:-} || status=$?
+fi
+exit "$status"

@@ -10,6 +10,7 @@ let walkthroughs: [(name: String, run: () async -> Void)] = [
   ("confined", confinedWalkthrough),
   ("reentrant-mutex", reentrantMutexWalkthrough),
   ("barrier-store", barrierStoreWalkthrough),
+  ("doc-articles", docArticlesWalkthrough),
 ]
 
 let requested = Set(CommandLine.arguments.dropFirst())

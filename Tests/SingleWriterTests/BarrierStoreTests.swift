@@ -199,6 +199,44 @@ private func displaceValuesWhoseDeinitUsesTheStore(_ backing: BarrierStoreBackin
   }
 
   @Test(arguments: backings)
+  func readersThatKeepTheStoreBusyDoNotStarveAWrite(_ backing: BarrierStoreBacking) {
+    // Three threads read without pause, each read holding the store for 2 ms while its
+    // key hashes, so that at any moment some read is in progress. A reader-preferring
+    // lock (glibc's default `pthread_rwlock_t`) lets each new read join the ones inside
+    // and the write never gets in: before the fix it still waited after 20 s.
+    let store = BarrierStore<ProbeKey, Int>(backing: backing)
+    store.setValue(0, forKey: ProbeKey(1))
+    let slowKey = ProbeKey(1) { usleep(2_000) }
+    let stop = Flag()
+    let reads = Counter()
+    let readersDone = DispatchGroup()
+    for _ in 0..<3 {
+      readersDone.enter()
+      Thread {
+        while !stop.isSet {
+          _ = store.value(forKey: slowKey)
+          _ = reads.add(1)
+        }
+        readersDone.leave()
+      }.start()
+    }
+    while reads.load() < 9 { usleep(1_000) }  // the readers overlap by now
+
+    let written = DispatchSemaphore(value: 0)
+    Thread {
+      store.setValue(2, forKey: ProbeKey(2))
+      written.signal()
+    }.start()
+    // Generous for a loaded 2-core machine: a fair write waits for one 2 ms read.
+    let finished = written.wait(timeout: .now() + 10) == .success
+    stop.set()
+    readersDone.wait()
+    if !finished { written.wait() }  // the readers stopped, so the write gets in now
+    #expect(finished, "a write waited more than 10 s behind a stream of reads")
+    #expect(store.value(forKey: ProbeKey(2)) == 2)
+  }
+
+  @Test(arguments: backings)
   func manyThreadsReadingAndWriting(_ backing: BarrierStoreBacking) async {
     let store = BarrierStore<Int, Int>(backing: backing)
     let threads = 4

@@ -253,4 +253,76 @@ struct User: Equatable {
     #expect(weakToken == nil)
     _ = held
   }
+
+  // MARK: Proxies that outlive their closure
+
+  @Test func aWeakReferenceToALentProxyIsNeverTheNextClosuresProxy() {
+    final class Box { weak var proxy: WriterProxy<Int>? }
+    let box = Box()
+    let state = SingleWriter(value: 0)
+    state.writeNext { box.proxy = $0 }
+    #expect(box.proxy == nil, "the retired proxy was freed, so the weak reference is nil")
+    var lent: [ObjectIdentifier] = []
+    state.writeNext { proxy in
+      lent.append(ObjectIdentifier(proxy))
+      #expect(box.proxy == nil)
+    }
+    state.writeNext { lent.append(ObjectIdentifier($0)) }
+    #expect(lent[0] == lent[1], "a proxy nobody kept is reused")
+  }
+
+  @Test func aStrongReferenceTakenInsideTheClosureOwnsTheCheckout() {
+    let state = SingleWriter(value: 0)
+    var kept: WriterProxy<Int>?
+    state.writeNext { kept = $0 }
+    #expect(state.writer == nil, "the kept proxy still holds the checkout")
+    state.writeNext { $0.write += 1 }
+    #expect(state.read == 0)
+    kept?.write = 10
+    kept = nil
+    #expect(state.read == 11)
+  }
+
+  @Test func anUnownedReferenceToALentProxyTrapsWhenUsedLater() async {
+    await #expect(processExitsWith: .failure) {
+      final class Box { unowned(safe) var proxy: WriterProxy<Int>? }
+      let box = Box()
+      let state = SingleWriter(value: 0)
+      state.writeNext { box.proxy = $0 }
+      let held = state.writer
+      box.proxy?.write = 99  // must not land inside `held`'s checkout
+      _ = held
+    }
+  }
+
+  @Test func anIdleProxyReachedThroughUnmanagedStopsWithTheStaleMessage() async {
+    await #expect(processExitsWith: .failure) {
+      let state = SingleWriter(value: 0)
+      var escaped: Unmanaged<WriterProxy<Int>>?
+      state.writeNext { escaped = Unmanaged.passUnretained($0) }
+      // The spare is idle and still alive (the container keeps it).
+      escaped!.takeUnretainedValue().write = 1
+    }
+  }
+
+  // MARK: Draining never recurses
+
+  @Test func queuedWritesThatKeepTheirProxiesDrainWithoutRecursion() async {
+    final class Holder { var proxy: WriterProxy<Int>? }
+    let drained = await runOnThread(stackSize: 64 << 10) {
+      let state = SingleWriter(value: 0)
+      var held = state.writer
+      for _ in 0..<100_000 {
+        let holder = Holder()
+        state.writeNext { proxy in
+          proxy.write += 1
+          holder.proxy = proxy  // freed with the closure, ending the checkout in `deinit`
+        }
+      }
+      held = nil
+      _ = held
+      return state.read
+    }
+    #expect(drained == 100_000)
+  }
 }

@@ -339,14 +339,265 @@ final class Log: @unchecked Sendable {
     }
   }
 
-  @Test func aStaleProxyCannotWrite() async {
+  @Test func anIdleProxyReachedThroughUnmanagedStopsWithTheStaleMessage() async {
     await #expect(processExitsWith: .failure) {
       let box = ThreadSafeSingleWriter(value: 0)
-      let escaped = WeakProxy()
-      box.writeNext { escaped.proxy = $0 }
-      escaped.proxy?.write = 1
+      let escaped = Locked<Unmanaged<ThreadSafeWriterProxy<Int>>?>(nil)
+      box.writeNext { proxy in escaped.withLock { $0 = Unmanaged.passUnretained(proxy) } }
+      escaped.withLock { $0 }!.takeUnretainedValue().write = 1
     }
   }
+
+  // MARK: Proxies that outlive their closure (issue 13, item 1)
+
+  @Test func aWeakReferenceToALentProxyNeverReachesALaterCheckout() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let escaped = WeakProxy()
+    box.writeNext { escaped.proxy = $0 }
+    #expect(escaped.proxy == nil, "the retired proxy was freed")
+    let held = box.writer!
+    #expect(escaped.proxy == nil)
+    let lent = Locked<ObjectIdentifier?>(nil)
+    let nested = WeakProxy()
+    box.writeNext { proxy in lent.withLock { $0 = ObjectIdentifier(proxy) } }
+    box.writeNext { nested.proxy = $0 }
+    _ = held
+    #expect(box.read == 0)
+  }
+
+  @Test func aProxyKeptWeaklyByOneQueuedWriteIsNotTheNextOnesProxy() {
+    let box = ThreadSafeSingleWriter(value: [Int]())
+    let escaped = WeakProxy2()
+    let seen = Locked<[Bool]>([])
+    var held = box.writer
+    box.writeNext { escaped.proxy = $0 }
+    box.writeNext { proxy in
+      seen.withLock { $0.append(escaped.proxy === proxy) }
+      proxy.write.append(1)
+    }
+    held = nil
+    _ = held
+    #expect(seen.withLock { $0 } == [false])
+    #expect(box.read == [1])
+  }
+
+  @Test func aStrongReferenceTakenOnAnotherThreadOwnsTheCheckout() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let kept = Locked<ThreadSafeWriterProxy<Int>?>(nil)
+    box.writeNext { proxy in kept.withLock { $0 = proxy } }
+    #expect(box.writer == nil, "the kept proxy holds the checkout")
+    box.writeNext { $0.write += 1 }
+    let done = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+      kept.withLock { $0?.write = 10 }
+      kept.withLock { $0 = nil }
+      done.signal()
+    }
+    done.wait()
+    box.withWriter { _ in }
+    #expect(box.read == 11)
+  }
+
+  // MARK: writeNext bodies hold the value only per access (issue 13, item 2)
+
+  @Test func aWriteNextBodyCanWaitForAnotherThreadThatReadsAndWrites() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    let outcome = Locked<DispatchTimeoutResult?>(nil)
+    DispatchQueue.global().async {
+      box.writeNext { proxy in
+        proxy.write = 1
+        let helper = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+          let seen = box.read  // a read while the body holds the checkout
+          proxy.write += seen  // and a write through the body's proxy, elsewhere
+          helper.signal()
+        }
+        outcome.withLock { $0 = helper.wait(timeout: .now() + 10) }
+        proxy.write += 1
+      }
+      finished.signal()
+    }
+    #expect(finished.wait(timeout: .now() + 20) == .success)
+    #expect(outcome.withLock { $0 } == .success, "the helper thread was never blocked")
+    #expect(box.read == 3)
+  }
+
+  // MARK: Draining never recurses (issue 13, item 4)
+
+  @Test func queuedWritesThatKeepTheirProxiesDrainWithoutRecursion() async {
+    final class Holder: @unchecked Sendable {
+      // Sendable: touched by one queued write, on the thread that runs it.
+      var proxy: ThreadSafeWriterProxy<Int>?
+    }
+    let drained = await runOnThread(stackSize: 64 << 10) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      var held = box.writer
+      for _ in 0..<100_000 {
+        let holder = Holder()
+        box.writeNext { proxy in
+          proxy.write += 1
+          holder.proxy = proxy  // freed with the closure, ending the checkout in `deinit`
+        }
+      }
+      held = nil
+      _ = held
+      return box.read
+    }
+    #expect(drained == 100_000)
+  }
+
+  @Test func aProxyReleasedOnAnotherThreadWhileTheQueueRunsNeverRecursesOrLosesWrites() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let count = 20_000
+    var held = box.writer
+    let group = DispatchGroup()
+    for index in 0..<count {
+      box.writeNext { proxy in
+        proxy.write += 1
+        if index % 2 == 0 {
+          group.enter()
+          DispatchQueue.global().async {
+            withExtendedLifetime(proxy) {}
+            group.leave()
+          }
+        }
+      }
+    }
+    held = nil
+    _ = held
+    group.wait()
+    box.withWriter { _ in }
+    #expect(box.read == count)
+    #expect(box.pendingCount == 0)
+  }
+
+  // MARK: Waiting that could never end warns
+
+  @Test func withWriterBehindAProxyKeptByAWriteNextOnTheSameThreadWarns() async throws {
+    let result = try await #require(
+      processExitsWith: .success, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      let kept = Locked<ThreadSafeWriterProxy<Int>?>(nil)
+      box.writeNext { proxy in kept.withLock { $0 = proxy } }
+      Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: 1.5)
+        kept.withLock { $0 = nil }
+      }
+      box.withWriter { $0 += 1 }
+      precondition(box.read == 1)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("this is a deadlock"))
+  }
+
+  @Test func withWriterInsideWithWriterSaysSoInItsMessage() async throws {
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.withWriter { _ in box.withWriter { $0 += 1 } }
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("withWriter inside a write's closure"))
+    #expect(!standardError.contains("Release the proxy"))
+  }
+
+  @Test func readInsideTryWriteSaysSoInItsMessage() async throws {
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.tryWrite { $0 = box.read + 1 }
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("read inside a write on the same thread"))
+  }
+
+  // MARK: Contention
+
+  @Test(arguments: [2, 4, 8])
+  func contendedWithWriterLosesNothingAndNeverStarves(threads: Int) {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let perThread = 20_000
+    DispatchQueue.concurrentPerform(iterations: threads) { _ in
+      for _ in 0..<perThread { box.withWriter { $0 += 1 } }
+    }
+    #expect(box.read == threads * perThread)
+    #expect(box.writer != nil)
+  }
+
+  @Test func aWaiterBehindABusyThreadIsServedWithinItsTurn() {
+    // One thread takes the writer back-to-back; another must still get in. Without a
+    // hand-off for long waiters, barging could keep it out indefinitely.
+    let box = ThreadSafeSingleWriter(value: 0)
+    let stop = Locked(false)
+    let busy = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      while !stop.withLock({ $0 }) {
+        box.withWriter { value in
+          value += 1
+          for _ in 0..<1_000 { value = value &+ 0 }
+        }
+      }
+      busy.signal()
+    }
+    var served = 0
+    for _ in 0..<200 {
+      box.withWriter { _ in served += 1 }
+    }
+    stop.withLock { $0 = true }
+    busy.wait()
+    #expect(served == 200)
+  }
+
+  @Test(arguments: [2, 4, 8])
+  func contendedWriteNextRunsEveryClosureOnceInFIFOOrderPerThread(threads: Int) {
+    let box = ThreadSafeSingleWriter(value: [Int: [Int]]())
+    let perThread = 5_000
+    DispatchQueue.concurrentPerform(iterations: threads) { thread in
+      for index in 0..<perThread {
+        box.writeNext { $0.write[thread, default: []].append(index) }
+      }
+    }
+    box.withWriter { _ in }
+    let result = box.read
+    for thread in 0..<threads {
+      #expect(result[thread] == Array(0..<perThread), "thread \(thread)'s writes ran in order")
+    }
+  }
+
+  @Test func cancellationRacingTheGrantNeitherHangsNorLosesAWrite() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let ran = Counter()
+    for round in 0..<50 {
+      let held = Locked(box.writer)
+      let tasks = (0..<8).map { _ in
+        Task { () -> Bool in
+          do {
+            try await box.write { $0 += 1 }
+            ran.add(1)
+            return true
+          } catch { return false }
+        }
+      }
+      // Cancel some while the release hands the checkout out.
+      for (index, task) in tasks.enumerated() where (index + round) % 3 == 0 { task.cancel() }
+      held.withLock { $0 = nil }
+      var succeeded = 0
+      for task in tasks where await task.value { succeeded += 1 }
+      _ = succeeded
+    }
+    await waitUntil { box.writer != nil }
+    #expect(box.read == ran.load())
+  }
+}
+
+/// A weak reference a `@Sendable` closure can fill in, from the queue's thread.
+final class WeakProxy2: @unchecked Sendable {
+  // Sendable: touched only by queued writes, which run one at a time.
+  weak var proxy: ThreadSafeWriterProxy<[Int]>?
 }
 
 /// A weak reference a `@Sendable` closure can fill in.
@@ -506,7 +757,7 @@ func waitUntil(_ condition: () -> Bool) async {
 
   @Test func theStreamEndsWhenTheContainerIsFreed() async {
     weak var weakBox: ThreadSafeSingleWriter<Int>?
-    var stream: AsyncStream<Int>?
+    var stream: ThreadSafeSingleWriter<Int>.Changes<Int>?
     do {
       let box = ThreadSafeSingleWriter(value: 7)
       weakBox = box

@@ -1,100 +1,52 @@
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Android)
-  import Android
-#elseif canImport(Darwin)
-  import Darwin
-#elseif os(Windows)
-  import WinSDK
-#endif
+import SingleWriterAtomics
 
-/// The platform's reader-writer lock, at an address that never moves.
+/// A writer-preferring reader-writer lock, at an address that never moves.
 ///
-/// A `pthread_rwlock_t` must not be copied or moved once initialized, so it lives in
-/// its own allocation rather than in a stored property. Windows has no pthreads; an
-/// `SRWLOCK` is its equivalent.
+/// The lock is `sw_rwlock` from SingleWriterAtomics: while a writer waits, no new reader
+/// gets in, so a steady stream of readers cannot starve a write (glibc's default
+/// `pthread_rwlock_t` would), and the same code runs on every platform. The uncontended
+/// paths are one or two inlined atomic instructions. It lives in its own allocation
+/// because threads wait on its address.
 @usableFromInline
 struct ReadWriteLock {
-  #if os(Windows)
-    @usableFromInline let lock: UnsafeMutablePointer<SRWLOCK>
-  #else
-    @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
-  #endif
+  @usableFromInline let lock: UnsafeMutablePointer<sw_rwlock>
 
   init() {
     lock = .allocate(capacity: 1)
-    #if os(Windows)
-      InitializeSRWLock(lock)
-    #else
-      lock.initialize(to: pthread_rwlock_t())
-      let result = pthread_rwlock_init(lock, nil)
-      if result != 0 { readWriteLockFailure("pthread_rwlock_init", result) }
-    #endif
+    lock.initialize(to: sw_rwlock())
   }
 
   /// Frees the lock. Call once, when no thread holds or waits for it.
   func destroy() {
-    #if !os(Windows)
-      pthread_rwlock_destroy(lock)
-      lock.deinitialize(count: 1)
-    #endif
+    lock.deinitialize(count: 1)
     lock.deallocate()
   }
 
   @inlinable
   func lockShared() {
-    #if os(Windows)
-      AcquireSRWLockShared(lock)
-    #else
-      let result = pthread_rwlock_rdlock(lock)
-      if result != 0 { readWriteLockFailure("pthread_rwlock_rdlock", result) }
-    #endif
+    if sw_rwlock_lock_shared(lock) != SW_RWLOCK_OK { reentrantStoreFailure() }
   }
 
   @inlinable
   func unlockShared() {
-    #if os(Windows)
-      ReleaseSRWLockShared(lock)
-    #else
-      pthread_rwlock_unlock(lock)
-    #endif
+    sw_rwlock_unlock_shared(lock)
   }
 
   @inlinable
   func lockExclusive() {
-    #if os(Windows)
-      AcquireSRWLockExclusive(lock)
-    #else
-      let result = pthread_rwlock_wrlock(lock)
-      if result != 0 { readWriteLockFailure("pthread_rwlock_wrlock", result) }
-    #endif
+    if sw_rwlock_lock_exclusive(lock) != SW_RWLOCK_OK { reentrantStoreFailure() }
   }
 
   @inlinable
   func unlockExclusive() {
-    #if os(Windows)
-      ReleaseSRWLockExclusive(lock)
-    #else
-      pthread_rwlock_unlock(lock)
-    #endif
+    sw_rwlock_unlock_exclusive(lock)
   }
 }
 
-#if !os(Windows)
-  /// Stops on a failed lock call. The one failure a correct program can reach is
-  /// `EDEADLK`: the calling thread already holds the write lock, which for a
-  /// ``BarrierStore`` means a key's `hash(into:)` or `==` called back into the store.
-  @usableFromInline @inline(never)
-  func readWriteLockFailure(_ call: StaticString, _ result: Int32) -> Never {
-    if result == EDEADLK { reentrantStoreFailure() }
-    fatalError("\(call) failed with error \(result)")
-  }
-#endif
-
 /// Stops on a call into a ``BarrierStore`` from inside one of its own operations,
-/// which would otherwise wait for itself forever.
+/// which would otherwise wait for itself forever. The lock refuses only a thread that
+/// already holds it exclusively: a key's `hash(into:)` or `==` that called back into the
+/// store during a write.
 @usableFromInline @inline(never)
 func reentrantStoreFailure() -> Never {
   fatalError(

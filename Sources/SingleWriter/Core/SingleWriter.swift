@@ -32,6 +32,18 @@ public final class SingleWriter<Value> {
   @usableFromInline let drain: (SingleWriter<Value>) -> Void
   @usableFromInline @exclusivity(unchecked) var spare: WriterProxy<Value>?
   @usableFromInline @exclusivity(unchecked) var pending = FIFO<PendingWrite>()
+  /// A drain loop is on the stack: a checkout that ends inside it, say in the `deinit` of
+  /// a proxy that a queued write kept, leaves the next write to that loop, not recursion.
+  @usableFromInline @exclusivity(unchecked) var isDraining = false
+  /// Someone observes changes; set by the observation code, which also sets `publish`.
+  @usableFromInline @exclusivity(unchecked) var isObserved = false
+  /// Written since the last publication. Every write sets it, a store as cheap as the
+  /// branch that would skip it; only `publish` reads and clears it.
+  @usableFromInline @exclusivity(unchecked) var isDirty = false
+  /// Called as each checkout ends while `isObserved`, before queued writes run.
+  @usableFromInline @exclusivity(unchecked) var publish: (SingleWriter<Value>) -> Void = { _ in }
+  /// Where observers learn of changes, made by the first; see Observation/ChangeHub.swift.
+  @usableFromInline @exclusivity(unchecked) var hub: ChangeHub?
   #if DEBUG
     // Debug builds log each read and write for RaceDetector, so that breaking the
     // one-thread premise above is reported, not silent. Every hook below is under
@@ -104,7 +116,7 @@ public final class SingleWriter<Value> {
       pendingCount += 1
       return
     }
-    if lend(body), pendingCount != 0 { drainPending() }
+    _ = lend(body)
   }
 
   /// Mutates the value in place if the writer is free, and returns `nil` if it is not.
@@ -118,13 +130,8 @@ public final class SingleWriter<Value> {
   @discardableResult
   public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
     guard tryCheckout() else { return nil }
-    defer {
-      #if DEBUG
-        accessLog.endCheckout()
-      #endif
-      isCheckedOut = false
-      if pendingCount != 0 { drainPending() }
-    }
+    defer { endCheckout() }
+    isDirty = true
     return try body(&storage.pointee)
   }
 
@@ -150,6 +157,9 @@ public final class SingleWriter<Value> {
   /// Lends a proxy to `body` for one write and takes it back afterwards, so the
   /// next write reuses it instead of allocating. Returns `false` when `body` kept
   /// the proxy: the checkout then lasts until ARC releases it.
+  ///
+  /// A proxy that anything else still references, even weakly, is never lent again:
+  /// a reference kept from this closure must not become the live proxy of a later one.
   @inlinable
   func lend(_ body: (WriterProxy<Value>) -> Void) -> Bool {
     if spare == nil { spare = WriterProxy(owner: self, lease: .idle) }
@@ -159,22 +169,30 @@ public final class SingleWriter<Value> {
       $0.lease = .lent
       body($0)
     }
-    guard isKnownUniquelyReferenced(&spare) else {
-      spare.take().unsafelyUnwrapped.keep()
-      return false
+    if !isSoleReference(&spare) {
+      guard isKnownUniquelyReferenced(&spare) else {
+        spare.take().unsafelyUnwrapped.keep()
+        return false
+      }
+      // Only weak or unowned references remain: retire it. Freeing it now turns weak
+      // references into `nil`; an unowned one traps in the runtime if used.
+      spare.take().unsafelyUnwrapped.lease = .idle
+    } else {
+      proxy._withUnsafeGuaranteedRef { $0.lease = .idle }
     }
-    proxy._withUnsafeGuaranteedRef { $0.lease = .idle }
-    #if DEBUG
-      accessLog.endCheckout()
-    #endif
-    isCheckedOut = false
+    endCheckout()
     return true
   }
 
   /// Runs queued writes one after another until the queue is empty or one of them
-  /// keeps its proxy. A loop, not recursion: a deep queue uses no stack.
+  /// keeps its proxy. A loop, not recursion: a deep queue uses no stack, and a checkout
+  /// that ends inside a queued write's cleanup, such as a kept proxy freed with its
+  /// closure, hands the next write back to this loop.
   @inlinable
   func drainPending() {
+    guard !isDraining else { return }
+    isDraining = true
+    defer { isDraining = false }
     while !isCheckedOut, let next = pending.popFirst() {
       pendingCount -= 1
       #if DEBUG
@@ -185,17 +203,20 @@ public final class SingleWriter<Value> {
     }
   }
 
-  /// Called by an owning proxy's `deinit`.
-  @usableFromInline
+  /// Ends the checkout: publishes to observers, then runs the queue. Called by an owning
+  /// proxy's `deinit`, `tryWrite` and `lend`.
+  @inlinable
   func endCheckout() {
     #if DEBUG
       accessLog.endCheckout()
     #endif
     isCheckedOut = false
+    if isObserved { publish(self) }
     if pendingCount != 0 { drain(self) }
   }
 
   deinit {
+    hub?.close()  // ends every `changes()` consumer
     storage.deinitialize(count: 1)
     storage.deallocate()
   }

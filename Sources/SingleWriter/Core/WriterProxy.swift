@@ -40,6 +40,7 @@ public final class WriterProxy<Value> {
     }
     _modify {
       if lease == .idle { staleProxyFailure() }
+      owner.isDirty = true
       #if DEBUG
         owner.accessLog.check(.write)
       #endif

@@ -1,18 +1,9 @@
-// Platform glue for RaceDetector: who is running, what the thread is called, the
-// call stack, and a lock. Release builds keep only the lock, for the handler.
+// Swift side of RacePlatform: who is running, what the thread is called, the call stack,
+// and a lock. The platform branches live in SingleWriterAtomics (sw_diagnostics.h).
+// Release builds keep only the lock, for the handler.
 import SingleWriterAtomics
 
 #if DEBUG
-  #if canImport(Darwin)
-    import Darwin
-  #elseif canImport(Glibc)
-    import Glibc
-  #elseif canImport(Musl)
-    import Musl
-  #elseif canImport(ucrt)
-    import ucrt
-  #endif
-
   /// Who runs a section: a thread, and the task it is running, if any.
   ///
   /// Two contexts are the same if they share the thread or the task. A thread never
@@ -50,10 +41,11 @@ import SingleWriterAtomics
       return unsafeBitCast(task, to: UInt.self)
     }
 
-    /// "thread 0x… "name" (main thread), task 0x…", for reports.
+    /// "thread 0x… "name" (main thread), task 0x…", for reports. A name the OS may have
+    /// cut short (Linux keeps 15 bytes) ends in "…", so it is not taken for the whole.
     mutating func describe(_ label: ThreadLabel) -> String {
       var text = "thread " + hex(thread)
-      if !label.name.isEmpty { text += " \"\(label.name)\"" }
+      if !label.name.isEmpty { text += " \"\(label.name)\(label.isTruncated ? "…" : "")\"" }
       if label.isMain { text += " (main thread)" }
       if resolved().task != 0 { text += ", task " + hex(task) }
       return text
@@ -69,158 +61,60 @@ import SingleWriterAtomics
   /// elsewhere by then.
   final class ThreadLabel: Sendable {
     let name: String
+    /// Whether `name` may be only the start of the thread's name.
+    let isTruncated: Bool
     let isMain: Bool
 
-    init(name: String, isMain: Bool) {
+    init(name: String, isTruncated: Bool, isMain: Bool) {
       self.name = name
+      self.isTruncated = isTruncated
       self.isMain = isMain
     }
 
     static var current: ThreadLabel {
-      #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
-        if let slot = pthread_getspecific(threadLabelKey) {
-          return Unmanaged<ThreadLabel>.fromOpaque(slot).takeUnretainedValue()
-        }
-        let label = ThreadLabel(name: currentThreadName(), isMain: isMainThread())
-        pthread_setspecific(threadLabelKey, Unmanaged.passRetained(label).toOpaque())
-        return label
-      #else
-        return ThreadLabel(name: "", isMain: false)
-      #endif
-    }
-  }
-
-  #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
-    let threadLabelKey: pthread_key_t = {
-      var key = pthread_key_t()
+      if let slot = sw_thread_slot_get(threadLabelSlot) {
+        return Unmanaged<ThreadLabel>.fromOpaque(slot).takeUnretainedValue()
+      }
+      let label = currentThreadLabel()
       // The slot's +1 on the label is dropped when its thread exits.
-      pthread_key_create(&key) { releaseThreadLabel($0) }
-      return key
-    }()
-
-    func releaseThreadLabel(_ slot: UnsafeMutableRawPointer?) {
-      if let slot { Unmanaged<ThreadLabel>.fromOpaque(slot).release() }
+      sw_thread_slot_set(threadLabelSlot, Unmanaged.passRetained(label).toOpaque())
+      return label
     }
-  #endif
-
-  // Glibc's module map leaves out <execinfo.h> and the _GNU_SOURCE thread-name call,
-  // so on Linux they are looked up once by name; missing ones leave the report plainer.
-  #if canImport(Glibc) || canImport(Musl)
-    typealias BacktraceFunction =
-      @convention(c) (UnsafeMutablePointer<UnsafeMutableRawPointer?>?, Int32) -> Int32
-    typealias BacktraceSymbolsFunction =
-      @convention(c) (UnsafePointer<UnsafeMutableRawPointer?>?, Int32) ->
-      UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-    typealias ThreadNameFunction =
-      @convention(c) (pthread_t, UnsafeMutablePointer<CChar>?, Int) -> Int32
-    typealias ThreadIDFunction = @convention(c) () -> Int32
-
-    let cBacktrace = lookUp("backtrace", as: BacktraceFunction.self)
-    let cBacktraceSymbols = lookUp("backtrace_symbols", as: BacktraceSymbolsFunction.self)
-    let cThreadName = lookUp("pthread_getname_np", as: ThreadNameFunction.self)
-    let cThreadID = lookUp("gettid", as: ThreadIDFunction.self)
-
-    func lookUp<F>(_ symbol: String, as type: F.Type) -> F? {
-      dlsym(nil, symbol).map { unsafeBitCast($0, to: type) }
-    }
-  #endif
-
-  typealias DemangleFunction =
-    @convention(c) (
-      UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?,
-      UInt32
-    ) -> UnsafeMutablePointer<CChar>?
-
-  #if canImport(Darwin)
-    // RTLD_DEFAULT is a macro Swift does not import.
-    let cDemangle = dlsym(UnsafeMutableRawPointer(bitPattern: -2), "swift_demangle").map {
-      unsafeBitCast($0, to: DemangleFunction.self)
-    }
-  #elseif canImport(Glibc) || canImport(Musl)
-    let cDemangle = lookUp("swift_demangle", as: DemangleFunction.self)
-  #endif
-
-  func currentThreadName() -> String {
-    #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
-      var buffer = [CChar](repeating: 0, count: 64)
-      #if canImport(Darwin)
-        guard pthread_getname_np(pthread_self(), &buffer, buffer.count) == 0 else { return "" }
-      #else
-        guard let cThreadName, cThreadName(pthread_self(), &buffer, buffer.count) == 0 else {
-          return ""
-        }
-      #endif
-      return String(
-        decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    #else
-      return ""
-    #endif
   }
 
-  func isMainThread() -> Bool {
-    #if canImport(Darwin)
-      return pthread_main_np() != 0
-    #elseif canImport(Glibc) || canImport(Musl)
-      // On Linux the main thread's kernel id is the process id.
-      guard let cThreadID else { return false }
-      return cThreadID() == getpid()
-    #else
-      return false
-    #endif
+  let threadLabelSlot: UInt = sw_thread_slot_create { slot in
+    if let slot { Unmanaged<ThreadLabel>.fromOpaque(slot).release() }
   }
 
-  /// The calling thread's stack, innermost first, without this function's frame, with
-  /// Swift symbols demangled where the runtime can.
+  func currentThreadLabel() -> ThreadLabel {
+    var buffer = [CChar](repeating: 0, count: 256)
+    let found = Int(sw_current_thread_name(&buffer, buffer.count))
+    let name =
+      found == SW_THREAD_NAME_NONE
+      ? "" : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return ThreadLabel(
+      name: name, isTruncated: found == SW_THREAD_NAME_TRUNCATED, isMain: sw_is_main_thread())
+  }
+
+  /// The calling thread's stack, innermost first, without this function's frame: each
+  /// frame's image and symbol, with Swift symbols demangled where the runtime can, or
+  /// its image and offset.
   func currentCallStack() -> [String] {
-    #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
-      var frames = [UnsafeMutableRawPointer?](repeating: nil, count: 64)
-      #if canImport(Darwin)
-        let count = backtrace(&frames, Int32(frames.count))
-        guard count > 1, let symbols = backtrace_symbols(&frames, count) else { return [] }
-      #else
-        guard let cBacktrace, let cBacktraceSymbols else { return [] }
-        let count = cBacktrace(&frames, Int32(frames.count))
-        guard count > 1, let symbols = cBacktraceSymbols(&frames, count) else { return [] }
-      #endif
-      defer { free(symbols) }
-      return (1..<Int(count)).map { index in
-        symbols[index].map { demangleSymbols(in: String(cString: $0)) } ?? "?"
-      }
-    #else
-      return []
-    #endif
+    var frames = [UnsafeMutableRawPointer?](repeating: nil, count: 64)
+    let count = Int(sw_backtrace(&frames, Int32(frames.count)))
+    guard count > 1 else { return [] }
+    var line = [CChar](repeating: 0, count: 1024)
+    return frames[1..<count].map { frame in
+      sw_describe_address(frame, &line, line.count)
+      return String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
   }
 
-  /// Replaces the mangled Swift symbol in one `backtrace_symbols` line with its
-  /// demangled form.
-  func demangleSymbols(in line: String) -> String {
-    #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
-      guard let cDemangle,
-        let start = line.indices.first(where: { line[$0...].hasPrefix("$s") })
-      else { return line }
-      let end = line[start...].firstIndex { $0 == "+" || $0 == ")" || $0 == " " } ?? line.endIndex
-      let mangled = String(line[start..<end])
-      guard let demangled = cDemangle(mangled, mangled.utf8.count, nil, nil, 0) else {
-        return line
-      }
-      defer { free(demangled) }
-      var result = line
-      result.replaceSubrange(start..<end, with: String(cString: demangled))
-      return result
-    #else
-      return line
-    #endif
-  }
-
-  /// Writes to file descriptor 2 directly: no Foundation, and no shared `FILE *`.
+  /// Writes to standard error directly: no Foundation, and no shared `FILE *`.
   func writeToStandardError(_ text: String) {
     var text = text
     text.withUTF8 { bytes in
-      #if canImport(ucrt)
-        _ = _write(2, bytes.baseAddress, UInt32(bytes.count))
-      #else
-        _ = write(2, bytes.baseAddress, bytes.count)
-      #endif
+      bytes.withMemoryRebound(to: CChar.self) { sw_write_stderr($0.baseAddress, $0.count) }
     }
   }
 #endif

@@ -4,8 +4,8 @@ import SingleWriterAtomics
 ///
 /// The same rules hold: any code can ``read``, only one ``ThreadSafeWriterProxy`` is
 /// alive at a time, and ``writeNext(_:)`` queues writes FIFO, never losing one. On
-/// top, ``withWriter(_:)`` waits its turn in that queue, and ``tryWrite(_:)`` writes
-/// only if the writer is free; neither allocates.
+/// top, ``withWriter(_:)`` waits for the writer, and ``tryWrite(_:)`` writes only if
+/// the writer is free; neither allocates.
 ///
 /// ```swift
 /// let hits = ThreadSafeSingleWriter(value: 0)
@@ -21,31 +21,30 @@ import SingleWriterAtomics
 /// proxy lives. The value itself has a short lock of its own, in the same atomic word,
 /// held only for the duration of each read or write access, so ``read`` never waits
 /// for a checkout to end, always sees whole writes, and sees writes through a held
-/// proxy at once.
+/// proxy at once. That holds inside a `writeNext` body too: the body holds the
+/// checkout, and each access through its proxy holds the value only for that access.
 ///
 /// Misuse that would hang stops the program with a message instead: ``withWriter(_:)``
 /// from inside a write's closure on the same thread, or ``read`` from inside
 /// ``tryWrite(_:)``'s closure.
 public final class ThreadSafeSingleWriter<Value> {
-  /// The checkout flag, the value lock, the queue lock and the owner ids.
+  /// The checkout flag, the value lock, the inbox and the owner ids.
   @usableFromInline let lock: WriterLock
   /// The value, at a stable address so proxies reach it without touching `self`. Read
   /// only with a reader slot, written only with `writing`.
   @usableFromInline let storage: UnsafeMutablePointer<Value>
-  /// Ends a checkout that has queued writes or observers to serve. Built in the
-  /// inlinable `init`, so it is specialized for `Value` in the caller's module instead
-  /// of running as unspecialized generic code from a proxy's `deinit`.
+  /// Ends a checkout that has queued writes, observers or parked threads to serve. Built
+  /// in the inlinable `init`, so it is specialized for `Value` in the caller's module
+  /// instead of running as unspecialized generic code from a proxy's `deinit`.
   @usableFromInline let finishCheckout: (ThreadSafeSingleWriter<Value>) -> Void
-  /// Set only by `deinit`, so the spare proxy it frees knows not to end a checkout.
-  @usableFromInline @exclusivity(unchecked) var isTearingDown = false
   /// Touched only by the checkout holder; acquire/release on the state word, or a
-  /// `Waiter`, orders it from one holder to the next.
+  /// waiter's grant, orders it from one holder to the next.
   @usableFromInline @exclusivity(unchecked) var spare: ThreadSafeWriterProxy<Value>?
-  /// Touched only under the queue lock.
+  /// Writes taken from the inbox and not run yet, oldest first. Only the checkout
+  /// holder touches it, ordered like `spare`.
   @usableFromInline @exclusivity(unchecked) var pending = FIFO<Pending>()
-  /// The `changes()` streams, and the next id to give one; only under the queue lock.
-  @usableFromInline @exclusivity(unchecked) var subscribers: [UInt64: Subscriber] = [:]
-  @usableFromInline @exclusivity(unchecked) var nextSubscriberID: UInt64 = 0
+  /// Where observers learn of changes; see Observation/ChangeHub.swift.
+  @usableFromInline let hub = ChangeHub()
 
   /// A write waiting for the checkout.
   @usableFromInline
@@ -55,13 +54,7 @@ public final class ThreadSafeSingleWriter<Value> {
     case task(TaskWaiter)
   }
 
-  /// A `changes()` stream, seen through closures so that code without
-  /// `Value: Sendable` can feed and finish it.
-  @usableFromInline
-  struct Subscriber {
-    @usableFromInline let yield: (Value) -> Void
-    @usableFromInline let finish: () -> Void
-  }
+  @inlinable var inbox: Inbox<Pending> { Inbox(lock.inbox) }
 
   /// Wraps `value` so that only one place at a time, on any thread, can write it.
   @inlinable
@@ -73,10 +66,11 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 
   deinit {
-    isTearingDown = true
+    // Nothing can be queued now: a queued write or waiter would hold the checkout's
+    // holder back, and every holder keeps this container alive.
+    inbox.drop()
     spare = nil
-    // Their `onTermination` holds this container weakly, so it does nothing now.
-    for subscriber in subscribers.values { subscriber.finish() }
+    hub.close()  // ends every `changes()` consumer
     storage.deinitialize(count: 1)
     storage.deallocate()
     lock.deallocate()
@@ -90,8 +84,8 @@ public final class ThreadSafeSingleWriter<Value> {
   /// sees half a write.
   @inlinable
   public var read: Value {
-    let slot = lock.beginRead()
-    defer { if slot { lock.endRead() } }
+    lock.beginRead()
+    defer { lock.endRead() }
     return storage.pointee
   }
 
@@ -107,7 +101,7 @@ public final class ThreadSafeSingleWriter<Value> {
   /// ```
   @inlinable
   public var writer: ThreadSafeWriterProxy<Value>? {
-    guard lock.tryCheckout() else { return nil }
+    guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
     return ThreadSafeWriterProxy(owning: self)
   }
 
@@ -115,23 +109,19 @@ public final class ThreadSafeSingleWriter<Value> {
   /// order, on whichever thread ends the checkout ahead of it.
   ///
   /// `body` may keep the proxy, and the checkout then lasts until that proxy is
-  /// released. A `writeNext` from inside `body` goes to the back of the queue.
+  /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
+  /// access through the proxy holds the value only for that access, so other threads
+  /// can read while `body` runs, and `body` may hand the proxy to another thread.
   ///
   /// ```swift
   /// state.writeNext { $0.write.count += 1 }
   /// ```
   @inlinable
   public func writeNext(_ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void) {
-    if !lock.tryBeginClosureWrite(lent: true) {
-      guard !enqueue(.write(body)) else { return }
-      lock.beginClosureWrite(lent: true)
+    guard lock.tryCheckout(as: scoped(sw_current_thread())) else {
+      return enqueue(.write(body))
     }
-    if let kept = lend(body) {
-      lock.endWriting()
-      withExtendedLifetime(kept) {}  // its release may end the checkout: after `writing`
-    } else if !lock.tryEndClosureWrite() {
-      finishClosureWrite()
-    }
+    if lend(body) { endLentCheckout() }
   }
 
   /// Mutates the value in place if the writer is free, and returns `nil` if it is not.
@@ -145,13 +135,12 @@ public final class ThreadSafeSingleWriter<Value> {
   @inlinable
   @discardableResult
   public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
-    guard lock.tryBeginClosureWrite(lent: false) else { return nil }
+    guard lock.tryBeginClosureWrite() else { return nil }
     defer { if !lock.tryEndClosureWrite() { finishClosureWrite() } }
     return try body(&storage.pointee)
   }
 
-  /// Waits its turn for the writer, in FIFO order with the queued writes, then mutates
-  /// the value in place.
+  /// Waits for the writer, then mutates the value in place.
   ///
   /// ```swift
   /// let total = state.withWriter { value -> Int in
@@ -160,52 +149,69 @@ public final class ThreadSafeSingleWriter<Value> {
   /// }
   /// ```
   ///
-  /// Blocks the calling thread while it waits. Called from inside a write's closure on
-  /// the same thread, it could never return, so it stops the program with a message.
-  /// Called while this thread holds a proxy from ``writer``, it waits for that proxy's
-  /// release, which is right if the proxy went to another thread; if it did not, a
-  /// warning on standard error after a second names the deadlock.
+  /// Blocks the calling thread while it waits: first it spins briefly, since most
+  /// checkouts last nanoseconds, then it sleeps until a checkout ends. A running thread
+  /// may take a free writer ahead of a sleeping one, which keeps the writer busy instead
+  /// of waiting for a thread to wake; a caller that has waited more than about a
+  /// millisecond joins the queue and is handed the writer in turn, so none starves.
+  ///
+  /// Called from inside a write's closure on the same thread, it could never return, so
+  /// it stops the program with a message. Called while this thread holds a proxy, it
+  /// waits for that proxy's release, which is right if the proxy went to another thread;
+  /// if it did not, a warning on standard error after a second names the deadlock.
   @inlinable
   public func withWriter<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-    if !lock.tryBeginClosureWrite(lent: false) { waitForClosureWrite() }
+    if !lock.tryBeginClosureWrite() { waitForClosureWrite() }
     defer { if !lock.tryEndClosureWrite() { finishClosureWrite() } }
     return try body(&storage.pointee)
   }
 
   // MARK: Checkout
 
-  /// How many writes wait in the queue; for tests and diagnostics.
+  /// How many writes wait, leaving out cancelled tasks; for tests and diagnostics. Only
+  /// exact while no thread enqueues or runs the queue: it walks the inbox, which the
+  /// holder may empty.
   var pendingCount: Int {
-    sw_mutex_lock(lock.queueLock)
-    defer { sw_mutex_unlock(lock.queueLock) }
-    return pending.count
-  }
-
-  /// Queues `entry`, or takes the checkout if it turned out to be free. Returns `true`
-  /// if queued. Under the queue lock, so a release racing with it either sees the new
-  /// `queued` bit and drains, or has already freed the writer for us to take.
-  @inlinable
-  func enqueue(_ entry: Pending) -> Bool {
-    sw_mutex_lock(lock.queueLock)
-    defer { sw_mutex_unlock(lock.queueLock) }
-    return enqueueHoldingQueueLock(entry)
-  }
-
-  /// `enqueue`, for callers that already hold the queue lock.
-  @inlinable
-  func enqueueHoldingQueueLock(_ entry: Pending) -> Bool {
-    var s = sw_load_relaxed(lock.state)
-    while true {
-      if s & WriterState.writer == 0 {
-        if sw_cas(lock.state, &s, s | WriterState.writer) {
-          sw_uptr_store(lock.checkoutThread, sw_current_thread())
-          return false
-        }
-      } else if s & WriterState.queued != 0 || sw_cas(lock.state, &s, s | WriterState.queued) {
-        pending.append(entry)
-        return true
+    func counts(_ entry: Pending) -> Bool {
+      guard case .task(let waiter) = entry else { return true }
+      return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
+    }
+    var count = pending.storage[pending.head...].count { $0.map(counts) ?? false }
+    var address = sw_uptr_load_acquire(lock.inbox)
+    while address != 0 {
+      let node = Unmanaged<Inbox<Pending>.Node>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
+      node._withUnsafeGuaranteedRef {
+        if counts($0.element) { count += 1 }
+        address = $0.next
       }
     }
+    return count
+  }
+
+  /// Queues `entry` behind the checkout. If the checkout turned out to be free, takes
+  /// it and runs the queue here, so nothing is ever stranded.
+  ///
+  /// The push comes before the `queued` bit, so a holder that sees the bit finds the
+  /// entry. A holder that ends its checkout between the two is seen here: the bit then
+  /// lands on a free writer, and this thread takes over.
+  @inlinable
+  func enqueue(_ entry: Pending) {
+    inbox.push(entry)
+    let old = sw_fetch_or(lock.state, WriterState.queued)
+    if old & WriterState.writer == 0 { takeOverQueue() }
+  }
+
+  /// Takes a free checkout whose queue has entries, and runs the queue.
+  @usableFromInline
+  func takeOverQueue() {
+    var s = sw_load_relaxed(lock.state)
+    while s & WriterState.writer == 0 {
+      if sw_cas(lock.state, &s, s | WriterState.writer) {
+        sw_uptr_store(lock.checkoutThread, 0)
+        return serveQueue()
+      }
+    }
+    // Someone else holds it, and will see `queued` when their checkout ends.
   }
 
   /// Ends a closure write that `tryEndClosureWrite` could not end on its own.
@@ -215,88 +221,191 @@ public final class ThreadSafeSingleWriter<Value> {
     finishCheckoutNow()
   }
 
-  /// Publishes to observers if needed, then frees the writer or drains the queue.
+  /// Ends a `writeNext` body's checkout whose proxy came back.
+  @inlinable
+  func endLentCheckout() {
+    if !lock.tryEndCheckout() { finishCheckoutNow() }
+  }
+
+  /// The slow end of a checkout: publishes to observers, then runs the queue or frees
+  /// the writer, waking a parked `withWriter`.
   @inlinable
   func finishCheckoutNow() {
     sw_uptr_store(lock.checkoutThread, 0)
-    var s = sw_load_relaxed(lock.state)
-    if s & WriterState.observed != 0 {
-      publishIfDirty()
-      s = sw_load_relaxed(lock.state)
-    }
-    while s & WriterState.queued == 0 {
-      if sw_cas(lock.state, &s, s & ~WriterState.writer) { return }
-    }
-    drainPending()
+    let me = sw_current_thread()
+    var serving = me
+    // A checkout that ends inside this thread's own queue run, for example in the
+    // `deinit` of a proxy kept by a queued write, hands the checkout back to that run.
+    if sw_uptr_cas(lock.servingThread, &serving, me | 1) { return }
+    serveQueue()
   }
 
-  /// Runs queued writes in order while holding the checkout, until the queue is empty,
-  /// a write keeps its proxy, or a waiting `withWriter` or task is handed the checkout.
-  /// A loop, not recursion through `deinit`: a deep queue uses no stack.
-  @inlinable
-  func drainPending() {
+  /// Runs queued writes in order while holding the checkout, until the queue is empty
+  /// (then frees the writer), a write keeps its proxy, or a waiting `withWriter` or task
+  /// is handed the checkout. A loop, not recursion: a deep queue uses no stack, and a
+  /// checkout that ends inside it comes back to it (see `finishCheckoutNow`).
+  @usableFromInline
+  func serveQueue() {
+    let me = sw_current_thread()
+    sw_uptr_store(lock.servingThread, me)
     while true {
-      sw_mutex_lock(lock.queueLock)
-      guard let next = pending.popFirst() else {
-        lock.clearWriter()
-        sw_mutex_unlock(lock.queueLock)
-        return
+      if sw_load_relaxed(lock.state) & WriterState.observed != 0 { publishIfDirty() }
+      if pending.isEmpty { inbox.takeAll(into: &pending) }
+      if pending.isEmpty {
+        stopServing(me)
+        guard releaseOrTakeBack() else { return }
+        sw_uptr_store(lock.servingThread, me)
+        continue
       }
-      if pending.isEmpty { sw_fetch_and(lock.state, ~WriterState.queued) }
-      sw_mutex_unlock(lock.queueLock)
-      switch next {
-      case .write(let body):
-        lock.beginClosureWrite(lent: true)
-        if let kept = lend(body) {
-          lock.endWriting()
-          withExtendedLifetime(kept) {}
-          return
-        }
-        lock.endWriting()
-        sw_uptr_store(lock.checkoutThread, 0)
-        if sw_load_relaxed(lock.state) & WriterState.observed != 0 { publishIfDirty() }
-      case .waiter(let waiter):
-        waiter.grant()
-        return
-      case .task(let waiter):
-        waiter.continuation.take()!.resume()
+      if !runNext(me) {
+        // The write kept its proxy. Its closure is gone now, and with it maybe the
+        // proxy's last holder: if that ended the checkout on this thread, it was handed
+        // back (see `finishCheckoutNow`), and the run goes on.
+        var handedBack = me | 1
+        if sw_uptr_cas(lock.servingThread, &handedBack, me) { continue }
+        stopServing(me)
         return
       }
     }
   }
 
-  /// Lends the spare proxy to `body`, which runs holding `writing`. Returns `nil` once
-  /// the proxy is back, or the proxy if `body` kept it; that proxy now owns the
-  /// checkout, and the caller must drop `writing` before releasing it.
+  /// Runs the oldest pending entry. Returns `false` if the checkout left this thread: a
+  /// write kept its proxy, or a waiter was handed the checkout. The entry is released
+  /// before this returns.
   @inlinable
-  func lend(_ body: (ThreadSafeWriterProxy<Value>) -> Void) -> ThreadSafeWriterProxy<Value>? {
+  func runNext(_ me: UInt) -> Bool {
+    switch pending.popFirst().unsafelyUnwrapped {
+    case .write(let body):
+      sw_uptr_store(lock.checkoutThread, scoped(me))
+      guard lend(body) else { return false }
+      sw_uptr_store(lock.checkoutThread, 0)
+      return true
+    case .waiter(let waiter):
+      handOff()
+      stopServing(me)
+      waiter.grant()
+      return false
+    case .task(let waiter):
+      // A cancelled task has left already: skip it.
+      guard waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) else {
+        return true
+      }
+      handOff()
+      stopServing(me)
+      waiter.continuation.take().unsafelyUnwrapped.resume()
+      return false
+    }
+  }
+
+  /// Before the checkout goes to a waiter: keep `queued` set while entries remain, so
+  /// that the waiter's release runs them.
+  @inlinable
+  func handOff() {
+    if !pending.isEmpty { sw_fetch_or(lock.state, WriterState.queued) }
+  }
+
+  @inlinable
+  func stopServing(_ me: UInt) {
+    var mine = me
+    _ = sw_uptr_cas(lock.servingThread, &mine, 0)
+  }
+
+  /// Frees the writer with the queue empty. An enqueue that set `queued` before this
+  /// release may have seen the writer held and left: its entry is then in the inbox, and
+  /// this takes the writer back for it. Returns `true` if it did.
+  @inlinable
+  func releaseOrTakeBack() -> Bool {
+    lock.release()
+    guard !inbox.isEmpty else { return false }
+    var s = sw_fetch_or(lock.state, WriterState.queued) | WriterState.queued
+    while s & WriterState.writer == 0 {
+      if sw_cas(lock.state, &s, s | WriterState.writer) { return true }
+    }
+    return false  // its holder will see `queued`
+  }
+
+  /// Lends the spare proxy to `body`. Returns `true` once the proxy is back, or `false`
+  /// if `body` kept it: that proxy now owns the checkout, until ARC releases it.
+  ///
+  /// A proxy that anything else still references, even weakly, is never lent again: a
+  /// reference kept from this closure must not become the live proxy of a later one.
+  @inlinable
+  func lend(_ body: (ThreadSafeWriterProxy<Value>) -> Void) -> Bool {
     if spare == nil { spare = ThreadSafeWriterProxy(lentBy: self) }
     // Guaranteed, not retained: only the checkout holder, this thread, replaces `spare`.
     Unmanaged.passUnretained(spare.unsafelyUnwrapped)._withUnsafeGuaranteedRef { body($0) }
-    if isKnownUniquelyReferenced(&spare) { return nil }
-    // Kept, maybe for another thread: no thread in particular holds the checkout now.
-    sw_uptr_store(lock.checkoutThread, 0)
-    let kept = spare.take().unsafelyUnwrapped
-    kept.retainOwner()
-    return kept
+    if isSoleReference(&spare) { return true }
+    if isKnownUniquelyReferenced(&spare) {
+      // Only weak or unowned references remain: retire it. Freeing it now turns weak
+      // references into `nil`; an unowned one traps in the runtime if used.
+      spare = nil
+      return true
+    }
+    // Kept, maybe for another thread. Recorded as this thread's, so that a `withWriter`
+    // on this thread warns if it waits for it.
+    sw_uptr_store(lock.checkoutThread, sw_current_thread())
+    spare.take().unsafelyUnwrapped.becomeOwner()
+    return false
   }
 
-  /// The slow half of `withWriter`: wait in the queue for the checkout, then for `writing`.
+  /// The slow half of `withWriter`: spin briefly, then park until a checkout ends, then
+  /// after about a millisecond queue up for a direct hand-off; then take `writing`.
   @usableFromInline
   func waitForClosureWrite() {
     let me = sw_current_thread()
-    if sw_uptr_load(lock.checkoutThread) == scoped(me) { selfDeadlockFailure("withWriter") }
-    let waiter = Waiter()
-    if enqueue(.waiter(waiter)) {
-      waiter.wait { sw_uptr_load(lock.checkoutThread) == me }
+    if sw_uptr_load(lock.checkoutThread) == scoped(me) {
+      selfDeadlockFailure(
+        """
+        ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
+        `await write` or a writeNext body) on the same thread would wait forever for that \
+        write to end. Change the value you were given, or use writeNext to queue this \
+        write behind it.
+        """)
     }
-    lock.beginClosureWrite(lent: false)
+    var parkedSince: UInt64 = 0
+    var spins = 0
+    var s = sw_load_relaxed(lock.state)
+    while true {
+      if s & (WriterState.writer | WriterState.queued) == 0 {
+        // Having slept, this thread may not be the last sleeper: keep `parked` so that
+        // its release wakes the next one.
+        let extra = parkedSince == 0 ? 0 : WriterState.parked
+        if sw_cas(lock.state, &s, s | WriterState.writer | extra) {
+          sw_uptr_store(lock.checkoutThread, scoped(me))
+          lock.acquireWriting()
+          return
+        }
+        continue
+      }
+      if spins < 100 {
+        spins += 1
+        if spins > 90 { sw_yield_thread() } else { sw_yield_cpu() }
+        s = sw_load_relaxed(lock.state)
+        continue
+      }
+      let now = sw_monotonic_ns()
+      if parkedSince == 0 { parkedSince = now }
+      if now &- parkedSince > 1_000_000 { break }
+      // Park: read the sequence first, so a release between here and the wait is seen.
+      let sequence = sw_load_acquire(lock.parkSequence)
+      if s & WriterState.parked == 0 {
+        guard sw_cas(lock.state, &s, s | WriterState.parked) else { continue }
+      }
+      _ = sw_wait_for(lock.parkSequence, sequence, 1_000_000 - Int64(now &- parkedSince))
+      spins = 0
+      s = sw_load_relaxed(lock.state)
+    }
+    // Waited over a millisecond: join the queue, and be handed the checkout in turn.
+    let waiter = Waiter()
+    enqueue(.waiter(waiter))
+    waiter.wait { sw_uptr_load(lock.checkoutThread) == me }
+    lock.beginClosureWrite()
   }
 }
 
 // Sendable, proved by the protocol in `WriterLock`: the value is read only while
 // holding a reader slot and written only while holding `writing`, both taken with
-// acquire/release atomics on the state word; `pending` and `subscribers` are touched
-// only under the queue lock; `spare` only by the checkout holder, which passes it on
-// through the same atomics.
+// acquire/release atomics on the state word; queued writes pass through the inbox's
+// atomics; `spare` and `pending` are touched only by the checkout holder, which passes
+// them on through the same atomics or a waiter's grant.
 extension ThreadSafeSingleWriter: @unchecked Sendable where Value: Sendable {}

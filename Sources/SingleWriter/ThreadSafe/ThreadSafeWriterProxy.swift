@@ -1,3 +1,5 @@
+import SingleWriterAtomics
+
 /// The one handle that may write a ``ThreadSafeSingleWriter``'s value, from any thread.
 ///
 /// Writes mutate the container's storage in place, under a lock held only for the
@@ -13,14 +15,15 @@
 /// }
 /// ```
 public final class ThreadSafeWriterProxy<Value> {
-  // Nothing here changes after `init`, so a proxy needs no synchronization of its own
-  // when it is reused or sent. Whether it ends a checkout follows from how it was
-  // handed out. The container is unretained so it can keep an idle proxy as its spare
-  // without a cycle; a proxy out in the world holds a manual +1 on it (`retainOwner`).
-  // Writes go through `lock` and `value` alone, so they never retain the container.
+  // The container is unretained so it can keep an idle proxy as its spare without a
+  // cycle; a proxy that owns a checkout holds a manual +1 on it (`becomeOwner`). Writes
+  // go through `lock` and `value` alone, so they never retain the container.
   @usableFromInline unowned(unsafe) let owner: ThreadSafeSingleWriter<Value>
   @usableFromInline let lock: WriterLock
   @usableFromInline let value: UnsafeMutablePointer<Value>
+  /// Whether this proxy ends a checkout when freed. Set once, by the checkout holder,
+  /// before any other thread could drop the last reference, so `deinit` sees it.
+  @usableFromInline @exclusivity(unchecked) var isOwner = false
 
   /// A proxy for lending to `writeNext` bodies; it does not retain `owner`.
   @inlinable
@@ -34,36 +37,41 @@ public final class ThreadSafeWriterProxy<Value> {
   @inlinable
   convenience init(owning owner: ThreadSafeSingleWriter<Value>) {
     self.init(lentBy: owner)
-    retainOwner()
+    becomeOwner()
   }
 
   /// The container's value, read and mutated in place.
   @inlinable
   public var write: Value {
     _read {
-      let slot = lock.beginRead()
-      defer { if slot { lock.endRead() } }
+      lock.beginRead()
+      defer { lock.endRead() }
       yield value.pointee
     }
     _modify {
-      let took = lock.beginWriting()
-      defer { if took { lock.endWriting() } }
+      lock.beginWriting()
+      defer { lock.endWriting() }
       yield &value.pointee
     }
   }
 
+  /// Makes this proxy own the checkout: it retains the container, and its `deinit`
+  /// ends the checkout.
   @inlinable
-  func retainOwner() {
+  func becomeOwner() {
+    isOwner = true
     _ = Unmanaged.passUnretained(owner).retain()
   }
 
   deinit {
-    guard !owner.isTearingDown else { return }
+    // A lent or retired proxy never touches its container here: it may be gone.
+    guard isOwner else { return }
     if !lock.tryEndCheckout() { owner.finishCheckout(owner) }
     Unmanaged.passUnretained(owner).release()
   }
 }
 
-// Sendable: every stored property is immutable, and every access to the value goes
-// through the container's lock.
+// Sendable: `owner`, `lock` and `value` never change, `isOwner` is written once before
+// the proxy can be shared, and every access to the value goes through the container's
+// lock.
 extension ThreadSafeWriterProxy: @unchecked Sendable where Value: Sendable {}

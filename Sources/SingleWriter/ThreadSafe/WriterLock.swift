@@ -1,17 +1,17 @@
 import SingleWriterAtomics
 
 /// A ``ThreadSafeSingleWriter``'s checkout flag and value lock: one atomic word, plus
-/// the queue lock and the owner ids used to catch self-deadlock.
+/// the queue's inbox and the thread ids used to catch self-deadlock.
 ///
 /// Not generic, so a proxy locks through it without touching its container, and it
 /// compiles once rather than per `Value`.
 @usableFromInline
 struct WriterLock {
-  @usableFromInline let sync: UnsafeMutablePointer<sw_writer_sync>
+  @usableFromInline let sync: UnsafeMutablePointer<sw_ts_sync>
 
   @usableFromInline init() {
     sync = .allocate(capacity: 1)
-    sync.initialize(to: sw_writer_sync())
+    sync.initialize(to: sw_ts_sync())
   }
 
   @usableFromInline func deallocate() {
@@ -19,55 +19,75 @@ struct WriterLock {
     sync.deallocate()
   }
 
-  @inlinable var state: UnsafeMutablePointer<sw_atomic_u32> { sw_writer_state(sync) }
-  @inlinable var queueLock: UnsafeMutablePointer<sw_mutex> { sw_writer_queue_lock(sync) }
+  @inlinable var state: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_state(sync) }
+  @inlinable var parkSequence: UnsafeMutablePointer<sw_atomic_u32> {
+    sw_ts_park_sequence(sync)
+  }
+  @inlinable var inbox: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_inbox(sync) }
   @inlinable var checkoutThread: UnsafeMutablePointer<sw_atomic_uptr> {
-    sw_writer_checkout_thread(sync)
+    sw_ts_checkout_thread(sync)
   }
   @inlinable var writingThread: UnsafeMutablePointer<sw_atomic_uptr> {
-    sw_writer_writing_thread(sync)
+    sw_ts_writing_thread(sync)
+  }
+  @inlinable var servingThread: UnsafeMutablePointer<sw_atomic_uptr> {
+    sw_ts_serving_thread(sync)
+  }
+  @inlinable var checkoutTask: UnsafeMutablePointer<sw_atomic_uptr> {
+    sw_ts_checkout_task(sync)
   }
 
   // MARK: Checkout
 
-  /// Takes the checkout if nobody holds it and nothing is queued.
-  @inlinable func tryCheckout() -> Bool {
+  /// Takes the checkout if nobody holds it and nothing is queued. `thread` is recorded
+  /// as the holder, for the self-deadlock checks.
+  @inlinable func tryCheckout(as thread: UInt) -> Bool {
     var s = sw_load_relaxed(state)
     while s & (WriterState.writer | WriterState.queued) == 0 {
       if sw_cas(state, &s, s | WriterState.writer) {
-        sw_uptr_store(checkoutThread, sw_current_thread())
+        sw_uptr_store(checkoutThread, thread)
         return true
       }
     }
     return false
   }
 
-  /// Ends the checkout unless writes are queued or someone observes changes; then it
-  /// returns `false` and the container must finish the checkout.
+  /// Ends the checkout unless something needs the slow path (queued writes, observers
+  /// or a parked `withWriter`); then it returns `false` and the container finishes.
   @inlinable func tryEndCheckout() -> Bool {
     sw_uptr_store(checkoutThread, 0)
+    sw_uptr_store(checkoutTask, 0)
     var s = sw_load_relaxed(state)
-    while s & (WriterState.queued | WriterState.observed) == 0 {
+    while s & (WriterState.queued | WriterState.observed | WriterState.parked) == 0 {
       if sw_cas(state, &s, s & ~WriterState.writer) { return true }
     }
     return false
   }
 
-  /// Frees the writer; only with nothing queued.
-  @inlinable func clearWriter() {
+  /// Frees the checkout, with the queue empty. Returns `true` if a parked `withWriter`
+  /// was woken.
+  @inlinable @discardableResult func release() -> Bool {
     var s = sw_load_relaxed(state)
-    while !sw_cas(state, &s, s & ~WriterState.writer) {}
+    while !sw_cas(
+      state, &s, s & ~(WriterState.writer | WriterState.queued | WriterState.parked))
+    {}
+    guard s & WriterState.parked != 0 else { return false }
+    unpark()
+    return true
+  }
+
+  @usableFromInline func unpark() {
+    sw_fetch_add(parkSequence, 1)
+    sw_wake_one(parkSequence)
   }
 
   // MARK: Reading
 
-  /// Takes a reader slot. Returns `false`, without one, inside this thread's own
-  /// `writeNext` body, which already holds the value and may read it directly.
-  @inlinable func beginRead() -> Bool {
+  /// Takes a reader slot, waiting only for a write access in progress.
+  @inlinable func beginRead() {
     var s = sw_load_relaxed(state)
-    if s & WriterState.writing == 0, sw_cas(state, &s, s &+ WriterState.reader) { return true }
-    if sw_uptr_load(writingThread) == scoped(sw_current_thread()) { return false }
-    return beginReadSlow()
+    if s & WriterState.writing == 0, sw_cas(state, &s, s &+ WriterState.reader) { return }
+    beginReadSlow()
   }
 
   @inlinable func endRead() {
@@ -75,56 +95,62 @@ struct WriterLock {
     if old & WriterState.waiters != 0, old >> WriterState.readerShift == 1 { wakeWaiters() }
   }
 
-  @usableFromInline func beginReadSlow() -> Bool {
+  @usableFromInline func beginReadSlow() {
     let me = sw_current_thread()
     var s = sw_load_acquire(state)
     while true {
       if s & WriterState.writing == 0 {
-        if sw_cas(state, &s, s &+ WriterState.reader) { return true }
+        if sw_cas(state, &s, s &+ WriterState.reader) { return }
         continue
       }
-      let holder = sw_uptr_load(writingThread)
-      if holder == scoped(me) { return false }
-      if holder == me { selfDeadlockFailure("read inside a write") }
+      if sw_uptr_load(writingThread) == me {
+        selfDeadlockFailure(
+          """
+          ThreadSafeSingleWriter: read inside a write on the same thread would wait forever \
+          for that write to end. Inside tryWrite, withWriter or `await write`, use the inout \
+          value you were given; inside an access through a proxy, read before the access.
+          """)
+      }
       sleep(expecting: &s)
     }
   }
 
   // MARK: Writing
 
-  /// Takes `writing` for one access through a proxy. Returns `false`, without taking
-  /// it, inside this thread's own `writeNext` body, which already holds it.
-  @inlinable func beginWriting() -> Bool {
+  /// Takes `writing` for one access through a proxy, waiting for readers and other
+  /// accesses to finish.
+  @inlinable func beginWriting() {
     var s = sw_load_relaxed(state)
     if s & WriterState.writer == 0 { staleProxyFailure() }
     if s & ~WriterState.compatibleWithWriting == 0,
       sw_cas(state, &s, s | WriterState.writing | WriterState.dirtyIfObserved(s))
     {
       sw_uptr_store(writingThread, sw_current_thread())
-      return true
+      return
     }
-    let me = sw_current_thread()
-    if sw_uptr_load(writingThread) == scoped(me) { return false }
-    return acquireWriting(marking: me)
+    acquireWriting()
   }
 
-  /// Waits for the readers and takes `writing`, recording `mark` as its holder.
-  @usableFromInline func acquireWriting(marking mark: UInt) -> Bool {
+  /// Waits for the readers and other accesses, then takes `writing`.
+  @usableFromInline func acquireWriting() {
     let me = sw_current_thread()
     var s = sw_load_acquire(state)
     while true {
       if s & WriterState.writer == 0 { staleProxyFailure() }
       if s & ~WriterState.compatibleWithWriting == 0 {
         if sw_cas(state, &s, s | WriterState.writing | WriterState.dirtyIfObserved(s)) {
-          sw_uptr_store(writingThread, mark)
-          return true
+          sw_uptr_store(writingThread, me)
+          return
         }
         continue
       }
-      if s & WriterState.writing != 0 {
-        let holder = sw_uptr_load(writingThread)
-        if holder == scoped(me) { return false }
-        if holder == me { selfDeadlockFailure("a write access inside another write access") }
+      if s & WriterState.writing != 0, sw_uptr_load(writingThread) == me {
+        selfDeadlockFailure(
+          """
+          ThreadSafeSingleWriter: a write access through a proxy inside another write on the \
+          same thread would wait forever. Inside tryWrite, withWriter or `await write`, \
+          change the inout value instead of writing through a proxy.
+          """)
       }
       sleep(expecting: &s)
     }
@@ -138,34 +164,31 @@ struct WriterLock {
 
   // MARK: Closure writes
 
-  /// Takes the checkout and `writing` together if the writer is free. `lent` marks a
-  /// `writeNext` body, whose proxy writes then skip the lock.
-  @inlinable func tryBeginClosureWrite(lent: Bool) -> Bool {
+  /// Takes the checkout and `writing` together if the writer is free.
+  @inlinable func tryBeginClosureWrite() -> Bool {
     var s = sw_load_relaxed(state)
-    if s & ~(WriterState.waiters | WriterState.observed | WriterState.dirty) == 0,
-      sw_cas(
+    while s & ~WriterState.idle == 0 {
+      if sw_cas(
         state, &s, s | WriterState.writer | WriterState.writing | WriterState.dirtyIfObserved(s))
-    {
-      let me = sw_current_thread()
-      sw_uptr_store(writingThread, lent ? scoped(me) : me)
-      sw_uptr_store(checkoutThread, scoped(me))
-      return true
+      {
+        let me = sw_current_thread()
+        sw_uptr_store(writingThread, me)
+        sw_uptr_store(checkoutThread, scoped(me))
+        return true
+      }
     }
-    guard tryCheckout() else { return false }
-    beginClosureWrite(lent: lent)
-    return true
+    return false
   }
 
   /// With the checkout already held (handed over by the queue): marks it as this
   /// thread's closure and takes `writing`.
-  @inlinable func beginClosureWrite(lent: Bool) {
-    let me = sw_current_thread()
-    sw_uptr_store(checkoutThread, scoped(me))
-    _ = acquireWriting(marking: lent ? scoped(me) : me)
+  @inlinable func beginClosureWrite() {
+    sw_uptr_store(checkoutThread, scoped(sw_current_thread()))
+    acquireWriting()
   }
 
   /// Drops `writing` and the checkout together; `false` if the container must finish
-  /// (queued writes, observers, or sleepers to wake).
+  /// (queued writes, observers, a parked `withWriter` or sleepers to wake).
   @inlinable func tryEndClosureWrite() -> Bool {
     sw_uptr_store(writingThread, 0)
     sw_uptr_store(checkoutThread, 0)

@@ -1,0 +1,160 @@
+// The ways of incrementing one shared counter that the tool compares.
+
+import BenchmarkSupport
+import Foundation
+import SingleWriter
+import Synchronization
+
+/// A way to make one increment of a shared `Counter`.
+enum Kind: String, CaseIterable {
+  case mutex = "Mutex.withLock"
+  case nslock = "NSLock"
+  case withWriter = "withWriter"
+  case tryWrite = "tryWrite + retry"
+  case writeNext = "writeNext"
+}
+
+/// One sample's shared state, seen through two closures.
+struct Trial: Sendable {
+  /// Makes `ops` increments on the calling thread, publishing its progress to `lane`; with
+  /// `waits`, stores in `waits[i]` the ns from the i-th call to entering its critical section.
+  let body: @Sendable (_ ops: Int, _ lane: Lane, _ waits: UnsafeMutablePointer<UInt32>?) -> Void
+  /// The counter once every thread has returned (and every queued write has run).
+  let total: @Sendable () -> Int
+}
+
+/// A `Mutex` that threads can share.
+final class SharedMutex: Sendable {
+  let mutex = Mutex(Counter())
+}
+
+/// An `NSLock` and the counter it guards.
+final class LockedCounter: @unchecked Sendable {
+  // Unchecked: `box` is touched only between `lock.lock()` and `lock.unlock()`.
+  let lock = NSLock()
+  let box = CounterBox()
+}
+
+@inline(__always)
+func wait(_ called: UInt64, _ entered: UInt64) -> UInt32 {
+  UInt32(clamping: entered &- called)
+}
+
+// Each body keeps its untimed loop free of clock reads; the timed loop reads the clock
+// before the call and first thing inside the critical section.
+func makeTrial(_ kind: Kind) -> Trial {
+  switch kind {
+  case .mutex:
+    let shared = SharedMutex()
+    return Trial(
+      body: { ops, lane, waits in
+        guard let waits else {
+          for i in 0..<ops {
+            shared.mutex.withLock { $0.a += 1 }
+            lane.passed(i)
+          }
+          return
+        }
+        for i in 0..<ops {
+          let called = now()
+          let entered = shared.mutex.withLock { value in
+            let entered = now()
+            value.a += 1
+            return entered
+          }
+          waits[i] = wait(called, entered)
+          lane.passed(i)
+        }
+      },
+      total: { shared.mutex.withLock { $0.a } })
+  case .nslock:
+    let shared = LockedCounter()
+    return Trial(
+      body: { ops, lane, waits in
+        guard let waits else {
+          for i in 0..<ops {
+            shared.lock.lock()
+            shared.box.value.a += 1
+            shared.lock.unlock()
+            lane.passed(i)
+          }
+          return
+        }
+        for i in 0..<ops {
+          let called = now()
+          shared.lock.lock()
+          let entered = now()
+          shared.box.value.a += 1
+          shared.lock.unlock()
+          waits[i] = wait(called, entered)
+          lane.passed(i)
+        }
+      },
+      total: {
+        shared.lock.lock()
+        defer { shared.lock.unlock() }
+        return shared.box.value.a
+      })
+  case .withWriter:
+    let box = ThreadSafeSingleWriter(value: Counter())
+    return Trial(
+      body: { ops, lane, waits in
+        guard let waits else {
+          for i in 0..<ops {
+            box.withWriter { $0.a += 1 }
+            lane.passed(i)
+          }
+          return
+        }
+        for i in 0..<ops {
+          let called = now()
+          let entered = box.withWriter { value in
+            let entered = now()
+            value.a += 1
+            return entered
+          }
+          waits[i] = wait(called, entered)
+          lane.passed(i)
+        }
+      },
+      total: { box.read.a })
+  case .tryWrite:
+    let box = ThreadSafeSingleWriter(value: Counter())
+    return Trial(
+      body: { ops, lane, waits in
+        guard let waits else {
+          for i in 0..<ops {
+            while box.tryWrite({ $0.a += 1 }) == nil {}
+            lane.passed(i)
+          }
+          return
+        }
+        for i in 0..<ops {
+          let called = now()
+          var entered: UInt64?
+          while entered == nil {
+            entered = box.tryWrite { value in
+              let entered = now()
+              value.a += 1
+              return entered
+            }
+          }
+          waits[i] = wait(called, entered!)
+          lane.passed(i)
+        }
+      },
+      total: { box.read.a })
+  case .writeNext:
+    let box = ThreadSafeSingleWriter(value: Counter())
+    return Trial(
+      body: { ops, lane, _ in
+        // Not timed: a queued closure runs later, on whichever thread drains the queue.
+        for i in 0..<ops {
+          box.writeNext { $0.write.a += 1 }
+          lane.passed(i)
+        }
+      },
+      // withWriter waits its turn behind every write queued before it.
+      total: { box.withWriter { $0.a } })
+  }
+}

@@ -1,0 +1,306 @@
+// Contended increments of one shared counter at 2, 4 and 8 threads, measured so that the
+// threads really overlap, with the checks of issue 16 printed as PASS/FAIL.
+//
+//   swift run -c release --package-path Benchmarks Contended            # 5 rounds
+//   swift run -c release --package-path Benchmarks Contended --rounds 3 --threads 2,4
+//
+// Every sample starts all threads from one spin barrier. Only the window in which all of
+// them were inside their loops counts: ns/op is its length over the increments made in
+// it, and a sample is valid only if that window is at least `--min-overlap` of the time
+// from the first start to the last end.
+// A run is valid only if Mutex contended is slower than Mutex alone: if it is not, the
+// threads took turns on one core instead of contending. See Benchmarks/README.md.
+
+import Foundation
+
+struct Options {
+  var rounds = 5
+  var threads = [2, 4, 8]
+  var targetMs = 100.0
+  var minOverlap = 0.5
+  var fixedOps: Int?
+  var strict = false
+}
+
+func parseOptions() -> Options {
+  var options = Options()
+  var arguments = CommandLine.arguments.dropFirst()
+  func value(_ flag: String) -> String {
+    guard let value = arguments.popFirst() else { usage("\(flag) needs a value") }
+    return value
+  }
+  while let argument = arguments.popFirst() {
+    switch argument {
+    case "--rounds": options.rounds = Int(value(argument)) ?? 0
+    case "--threads":
+      options.threads = value(argument).split(separator: ",").compactMap { Int($0) }
+    case "--target-ms": options.targetMs = Double(value(argument)) ?? 0
+    case "--min-overlap": options.minOverlap = Double(value(argument)) ?? 2
+    case "--ops": options.fixedOps = Int(value(argument))
+    case "--strict": options.strict = true
+    case "-h", "--help": usage(nil)
+    default: usage("unknown argument \(argument)")
+    }
+  }
+  guard options.rounds >= 1, !options.threads.isEmpty, options.threads.allSatisfy({ $0 >= 2 }),
+    options.targetMs > 0, (0...1).contains(options.minOverlap), (options.fixedOps ?? 1) >= 1
+  else { usage("bad value") }
+  return options
+}
+
+func usage(_ problem: String?) -> Never {
+  if let problem { FileHandle.standardError.write(Data("Contended: \(problem)\n".utf8)) }
+  print(
+    """
+    usage: Contended [--rounds 5] [--threads 2,4,8] [--target-ms 100] [--min-overlap 0.5]
+                     [--ops N (per thread; default: sized so a sample takes --target-ms)]
+                     [--strict (exit 1 unless the run is valid and every goal passes)]
+    """)
+  exit(problem == nil ? 0 : 2)
+}
+
+/// One line of the table: a way of writing, a thread count, and whether each wait is timed.
+struct Row: Hashable {
+  let kind: Kind
+  let threads: Int
+  let timed: Bool
+
+  var name: String {
+    let base = threads == 1 ? "\(kind.rawValue), uncontended" : kind.rawValue
+    return timed ? "\(base), wait timed" : base
+  }
+}
+
+/// Samples of one row, over all rounds.
+struct Measured {
+  var opsPerThread = 0
+  var valid: [Sample] = []
+  var attempts = 0
+  var overlaps: [Double] = []
+  var lost = 0
+  var waits: [UInt32] = []
+
+  var nsPerOp: Double? { median(valid.map(\.nsPerOp)) }
+}
+
+let options = parseOptions()
+let maxAttempts = 4
+let rows: [Row] =
+  [Row(kind: .mutex, threads: 1, timed: false)]
+  + options.threads.flatMap { n in Kind.allCases.map { Row(kind: $0, threads: n, timed: false) } }
+  + options.threads.flatMap { n in
+    [Kind.withWriter, .nslock].map { Row(kind: $0, threads: n, timed: true) }
+  }
+
+/// Increments per thread: 2M per sample (1M for timed rows, which keep every wait), fewer
+/// if that would take longer than `--target-ms` (a convoy makes an increment cost µs).
+func sampleSize(_ row: Row) -> Int {
+  if let fixed = options.fixedOps { return fixed }
+  let full = (row.timed ? 1_000_000 : 2_000_000) / row.threads
+  let probe = max(500, 20_000 / row.threads)
+  let estimates = (0..<3).map { _ in
+    let sample = runSample(row.kind, threads: row.threads, opsPerThread: probe, timed: row.timed)
+    return sample.windowOps > 0 ? sample.nsPerOp : Double(sample.spanNs) / Double(sample.ops)
+  }
+  let wanted = options.targetMs * 1e6 / median(estimates)! / Double(row.threads)
+  return min(full, max(probe, Int(wanted)))
+}
+
+/// What one clock read costs, for reading the timed rows (two reads per call).
+func clockCost() -> Double {
+  let count = 1_000_000
+  var sink: UInt64 = 0
+  let start = now()
+  for _ in 0..<count { sink &+= now() }
+  let ns = Double(now() - start) / Double(count)
+  return sink == 42 ? 0 : ns
+}
+
+let started = Date()
+let loadBefore = loadAverage()
+let clockNs = clockCost()
+var results: [Row: Measured] = [:]
+for row in rows { results[row] = Measured(opsPerThread: sampleSize(row)) }
+
+// Rounds interleave the rows, each round in a rotated order, so a burst of load from
+// elsewhere lands on different rows in different rounds.
+for round in 0..<options.rounds {
+  let shift = round % rows.count
+  for row in rows[shift...] + rows[..<shift] {
+    var measured = results[row]!
+    for _ in 0..<maxAttempts {
+      let sample = runSample(
+        row.kind, threads: row.threads, opsPerThread: measured.opsPerThread, timed: row.timed)
+      measured.attempts += 1
+      measured.overlaps.append(sample.overlap)
+      measured.lost += sample.lost
+      if sample.overlap >= options.minOverlap {
+        measured.valid.append(sample)
+        measured.waits += sample.waits
+        break
+      }
+    }
+    results[row] = measured
+  }
+}
+let loadAfter = loadAverage()
+let elapsed = Date().timeIntervalSince(started)
+
+// MARK: Report
+
+let neededValid = (options.rounds + 1) / 2
+@MainActor
+func result(_ kind: Kind, _ threads: Int, timed: Bool = false) -> Measured? {
+  results[Row(kind: kind, threads: threads, timed: timed)]
+}
+@MainActor
+func usable(_ measured: Measured?) -> Double? {
+  guard let measured, measured.valid.count >= neededValid, measured.lost == 0 else { return nil }
+  return measured.nsPerOp
+}
+/// Throughput of `kind` over the throughput of `reference`, both at `threads`.
+@MainActor
+func speedup(_ kind: Kind, over reference: Kind, threads: Int) -> Double? {
+  guard let ns = usable(result(kind, threads)), let ref = usable(result(reference, threads))
+  else { return nil }
+  return ref / ns
+}
+
+let uncontended = usable(result(.mutex, 1))
+let sanity: [Int: Double?] = Dictionary(
+  uniqueKeysWithValues: options.threads.map { n in
+    (n, usable(result(.mutex, n)).flatMap { ns in uncontended.map { ns / $0 } })
+  })
+let runValid = sanity.values.allSatisfy { ($0 ?? 0) > 1 }
+let totalLost = results.values.reduce(0) { $0 + $1.lost }
+
+print("## Contended\n")
+print(
+  "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadBefore) before "
+    + "and \(loadAfter) after; \(options.rounds) rounds, interleaved, in "
+    + String(format: "%.0f s", elapsed) + "; ns/op counts only the window in which all "
+    + "threads ran, and a sample is valid if that window is ≥ "
+    + "\(Int(options.minOverlap * 100))% of its span; every figure is the median of "
+    + "the valid samples, and a row needs \(neededValid). One clock read: "
+    + String(format: "%.0f ns", clockNs) + ".\n")
+if !runValid {
+  print(
+    "**INVALID RUN: Mutex contended is not slower than Mutex uncontended at every thread count,"
+      + " so the threads did not really contend. The figures below are not results.**\n")
+}
+
+printTable(
+  [
+    "Row", "threads", "ops/sample", "ns/op (median)", "min–max", "M ops/s", "× NSLock",
+    "× Mutex", "overlap (median)", "valid/samples", "lost writes",
+  ],
+  ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
+  rows.filter { !$0.timed }.map { row in
+    let measured = results[row]!
+    let ns = measured.nsPerOp
+    let range = measured.valid.map(\.nsPerOp)
+    let contended = row.threads > 1
+    let versus = { (reference: Kind) -> String in
+      guard contended, row.kind != reference,
+        let ratio = speedup(row.kind, over: reference, threads: row.threads)
+      else { return "" }
+      return String(format: "%.2f×", ratio)
+    }
+    return [
+      row.name, "\(row.threads)", "\(measured.opsPerThread * row.threads)", formatNs(ns),
+      range.isEmpty ? "" : "\(formatNs(range.min()))–\(formatNs(range.max()))",
+      ns.map { String(format: "%.1f", 1e3 / $0) } ?? "", versus(.nslock), versus(.mutex),
+      median(measured.overlaps).map { String(format: "%.2f", $0) } ?? "",
+      "\(measured.valid.count)/\(measured.attempts)",
+      measured.lost == 0 ? "0" : "**\(measured.lost)**",
+    ]
+  })
+print("\n× NSLock and × Mutex are throughput ratios at the same thread count: above 1 is faster.\n")
+
+print("Sanity, Mutex contended / Mutex uncontended (must be > 1): ", terminator: "")
+print(
+  options.threads.map { n in
+    "\(n) threads " + (sanity[n]!.map { String(format: "%.2f", $0) } ?? "n/a")
+  }.joined(separator: ", ") + (runValid ? ": valid.\n" : ": **INVALID**.\n"))
+
+// Wait histograms: one pass per thread count in which each call reads the clock before
+// calling and first thing inside the critical section (about 20 ns more held time).
+let timedRows = rows.filter(\.timed)
+let sortedWaits = Dictionary(
+  uniqueKeysWithValues: timedRows.map { ($0, results[$0]!.waits.sorted()) })
+let histogramRows = timedRows.filter { $0.kind == .withWriter }
+print("### withWriter: wait from the call to entering the closure\n")
+let counts = histogramRows.map { histogram(sortedWaits[$0]!) }
+printTable(
+  ["wait"] + histogramRows.map { "\($0.threads) threads" },
+  ["---"] + histogramRows.map { _ in "---:" },
+  (0...bucketBounds.count).compactMap { bucket in
+    guard counts.contains(where: { $0[bucket] > 0 }) else { return nil }
+    return [bucketLabel(bucket)]
+      + zip(histogramRows, counts).map { row, count in
+        let all = max(sortedWaits[row]!.count, 1)
+        return
+          "\(count[bucket]) (\(String(format: "%.3g", 100 * Double(count[bucket]) / Double(all)))%)"
+      }
+  })
+print()
+printTable(
+  ["timed row", "threads", "calls", "ns/op", "p50", "p99", "p99.9", "max"],
+  ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
+  timedRows.map { row in
+    let waits = sortedWaits[row]!
+    guard !waits.isEmpty else { return [row.name, "\(row.threads)", "0", "", "", "", "", ""] }
+    return [
+      row.kind.rawValue, "\(row.threads)", "\(waits.count)", formatNs(results[row]!.nsPerOp),
+    ] + [0.5, 0.99, 0.999, 1.0].map { formatDuration(Double(quantile(waits, $0))) }
+  })
+print()
+
+// MARK: Goals (issue 16, contended part)
+
+var goals: [(goal: String, threads: String, measured: String, pass: Bool, stretch: Bool)] = []
+goals.append(
+  (
+    "sanity: Mutex contended / uncontended > 1", "all",
+    options.threads.map { sanity[$0]!.map { String(format: "%.2f", $0) } ?? "n/a" }
+      .joined(separator: ", "), runValid, false
+  ))
+goals.append(("0 lost writes in every sample", "all", "\(totalLost) lost", totalLost == 0, false))
+for n in options.threads {
+  for (kind, reference, stretch) in [
+    (Kind.withWriter, Kind.nslock, false), (.writeNext, .nslock, false), (.writeNext, .mutex, true),
+  ] {
+    let ratio = speedup(kind, over: reference, threads: n)
+    goals.append(
+      (
+        "\(kind.rawValue) throughput ≥ \(reference.rawValue)", "\(n)",
+        ratio.map { String(format: "%.2f×", $0) } ?? "no valid samples", (ratio ?? 0) >= 1, stretch
+      ))
+  }
+  let waits = sortedWaits[Row(kind: .withWriter, threads: n, timed: true)] ?? []
+  let enough =
+    (results[Row(kind: .withWriter, threads: n, timed: true)]?.valid.count ?? 0)
+    >= neededValid
+  let p999 = waits.isEmpty ? nil : quantile(waits, 0.999)
+  goals.append(
+    (
+      "withWriter p99.9 wait ≤ 10 ms", "\(n)", p999.map { formatDuration(Double($0)) } ?? "n/a",
+      enough && (p999 ?? .max) <= 10_000_000, false
+    ))
+}
+
+print("### Goals\n")
+printTable(
+  ["Goal", "threads", "Measured", "Result"], ["---", "---:", "---:", ":---:"],
+  goals.map { goal in
+    let verdict =
+      !runValid && goal.threads != "all"
+      ? "INVALID" : goal.pass ? "PASS" : goal.stretch ? "FAIL (stretch)" : "FAIL"
+    return [goal.goal + (goal.stretch ? " (stretch)" : ""), goal.threads, goal.measured, verdict]
+  })
+let required = goals.filter { !$0.stretch }
+let verdict = !runValid ? "INVALID" : required.allSatisfy(\.pass) ? "PASS" : "FAIL"
+print("\nContended goals: **\(verdict)**")
+
+if totalLost > 0 { exit(3) }
+if options.strict && verdict != "PASS" { exit(1) }

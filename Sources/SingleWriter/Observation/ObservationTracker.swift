@@ -1,0 +1,37 @@
+import Observation
+
+/// A container's link to the Observation module: its registrar, the key path that
+/// tracked reads register, and the notification a changing checkout sends.
+///
+/// Reached only through ``ChangeHub``'s `notifier`, so no container stores a property of
+/// this availability-gated type.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+final class ObservationTracker<Subject: Observable & AnyObject, Member>: ChangeNotifier,
+  @unchecked Sendable
+{
+  // Sendable: the registrar is Sendable and the key path is immutable. `subject` is
+  // touched only by `notifyChange`, which runs where the subject's checkouts end: on
+  // its own thread for a SingleWriter, on any thread for a ThreadSafeSingleWriter,
+  // which is Sendable whenever it can be observed.
+  let registrar = ObservationRegistrar()
+  let keyPath: KeyPath<Subject, Member>
+  /// Unretained: the subject owns the hub that owns this tracker, and only the living
+  /// subject publishes.
+  unowned(unsafe) let subject: Subject
+
+  init(subject: Subject, keyPath: KeyPath<Subject, Member>) {
+    self.subject = subject
+    self.keyPath = keyPath
+  }
+
+  /// Registers a tracked read of `subject`.
+  func access(_ subject: Subject) {
+    registrar.access(subject, keyPath: keyPath)
+  }
+
+  /// One changing checkout has ended: both halves of a mutation, after the fact.
+  func notifyChange() {
+    registrar.willSet(subject, keyPath: keyPath)
+    registrar.didSet(subject, keyPath: keyPath)
+  }
+}

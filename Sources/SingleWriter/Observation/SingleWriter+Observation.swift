@@ -1,0 +1,190 @@
+import Observation
+
+// Observing a SingleWriter: the same `changes()` and `trackedRead` as the thread-safe
+// container, on the same `ChangeHub`. The container sets `isDirty` on every write and,
+// while `isObserved`, calls `publish` as each checkout ends; this file installs both.
+
+extension SingleWriter {
+  /// The hub, made by the first observer along with the `publish` hook.
+  var observationHub: ChangeHub {
+    if let hub { return hub }
+    let hub = ChangeHub()
+    self.hub = hub
+    publish = { $0.publishIfDirty() }
+    return hub
+  }
+
+  /// The `publish` hook: a version bump if the checkout wrote.
+  func publishIfDirty() {
+    guard isDirty else { return }
+    isDirty = false
+    hub.unsafelyUnwrapped.publish()
+  }
+
+  /// Turns publishing on or off to match the observers. Writes made before the first
+  /// observer are in the value it reads, so they are not published again.
+  func updateObserved(_ hub: ChangeHub) {
+    let observed = hub.withLock { hub.subscriptions != 0 || hub.notifier != nil }
+    if observed, !isObserved { isDirty = false }
+    isObserved = observed
+  }
+
+  func subscriptionArrived() {
+    let hub = observationHub
+    hub.withLock { hub.subscriptions += 1 }
+    updateObserved(hub)
+  }
+
+  func subscriptionLeft() {
+    guard let hub else { return }
+    hub.withLock { hub.subscriptions -= 1 }
+    updateObserved(hub)
+  }
+
+  /// How many `changes()` subscriptions are live; for tests.
+  var subscriberCount: Int {
+    guard let hub else { return 0 }
+    return hub.withLock { hub.subscriptions }
+  }
+
+  /// Subscribes: marks the container observed, then reads the version before the value,
+  /// so a checkout that ends later either is in the value already or bumps the version.
+  func subscribe<Element>(
+    _ transform: @escaping (Value) -> Element, isRepeat: ((Element, Element) -> Bool)?
+  ) -> Changes<Element> {
+    subscriptionArrived()
+    let hub = observationHub
+    let version = hub.version
+    let subscription = ChangeSubscription(
+      hub: hub, initial: transform(read), version: version, isRepeat: isRepeat,
+      read: { [weak self] in self.map { transform($0.read) } },
+      leave: { [weak self] in self?.subscriptionLeft() })
+    return Changes(subscription)
+  }
+
+  /// The current value, then the value after each checkout or closure write that wrote
+  /// something, in order.
+  ///
+  /// ```swift
+  /// Task { @MainActor in
+  ///   for await user in currentUser.changes() { render(user) }
+  /// }
+  /// ```
+  ///
+  /// Same semantics as ``ThreadSafeSingleWriter/changes()``: a slow consumer is resumed
+  /// once per batch of checkouts and reads the newest value itself; a checkout end costs
+  /// one version bump however many streams are idle; the stream ends when the container
+  /// is deallocated or the task is cancelled, and does not keep the container alive.
+  /// Iterate it where the container lives, for example in a `@MainActor` task: the loop
+  /// resumes there directly, with no hop per value. When `Value` is `Equatable`, the
+  /// overload that skips repeats is chosen instead.
+  public func changes() -> Changes<Value> {
+    subscribe({ $0 }, isRepeat: nil)
+  }
+
+  /// A stream of one property of the value that skips repeats.
+  ///
+  /// ```swift
+  /// for await name in state.changes(of: \.user.name) { title = name }
+  /// ```
+  public func changes<Property: Equatable>(of property: KeyPath<Value, Property>) -> Changes<
+    Property
+  > {
+    subscribe({ $0[keyPath: property] }, isRepeat: { $0 == $1 })
+  }
+
+  /// The values a ``SingleWriter`` takes, from ``changes()`` or ``changes(of:)``.
+  ///
+  /// Not `Sendable`, like its container: iterate it in the isolation the container
+  /// lives in.
+  public struct Changes<Element>: AsyncSequence {
+    public typealias Failure = Never
+    @usableFromInline let subscription: ChangeSubscription<Element>
+
+    init(_ subscription: ChangeSubscription<Element>) { self.subscription = subscription }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(cursor: ChangeCursor(subscription)) }
+
+    /// Reads the newest value each time it is resumed.
+    public struct Iterator: AsyncIteratorProtocol {
+      public typealias Failure = Never
+      @usableFromInline var cursor: ChangeCursor<Element>
+
+      init(cursor: ChangeCursor<Element>) { self.cursor = cursor }
+
+      /// The next value, or `nil` once the container is gone or the task is cancelled.
+      public mutating func next() async -> Element? {
+        await cursor.next(isolation: nil)
+      }
+
+      /// The next value, resuming in the caller's isolation: no hop to another executor.
+      public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+        await cursor.next(isolation: actor)
+      }
+    }
+  }
+}
+
+extension SingleWriter where Value: Equatable {
+  /// The current value, then each new value that differs from the last one delivered.
+  ///
+  /// ```swift
+  /// for await settings in store.changes() { apply(settings) }
+  /// ```
+  ///
+  /// For the value after every checkout that wrote, equal or not, use
+  /// `changes(skippingRepeats: false)`.
+  public func changes() -> Changes<Value> {
+    changes(skippingRepeats: true)
+  }
+
+  /// The current value, then the value after each checkout that wrote; repeats of the
+  /// last delivered value are skipped only if `skippingRepeats`.
+  ///
+  /// ```swift
+  /// for await value in box.changes(skippingRepeats: false) { log(value) }
+  /// ```
+  public func changes(skippingRepeats: Bool) -> Changes<Value> {
+    guard skippingRepeats else { return subscribe({ $0 }, isRepeat: nil) }
+    return subscribe({ $0 }, isRepeat: { $0 == $1 })
+  }
+}
+
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension SingleWriter: Observable {}
+
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension SingleWriter {
+  /// The current value, like ``read``, and registered with the Observation module, so
+  /// that `withObservationTracking`, SwiftUI's `body` and `Observations` are told when a
+  /// checkout that wrote ends.
+  ///
+  /// ```swift
+  /// @MainActor @Observable final class Model {
+  ///   let state = SingleWriter(value: AppState())
+  ///   var title: String { state.trackedRead.title }  // SwiftUI re-renders on change
+  /// }
+  /// ```
+  ///
+  /// Observers are told once per checkout, at its end, never per write through a held
+  /// proxy, and never for a checkout that only read. The first tracked read makes the
+  /// container observed for good. ``read`` registers nothing and stays a plain load.
+  public var trackedRead: Value {
+    tracker.access(self)
+    return read
+  }
+
+  /// The container's tracker, installed by the first tracked read.
+  var tracker: ObservationTracker<SingleWriter<Value>, Value> {
+    let hub = observationHub
+    if hub.notifier == nil {
+      hub.installNotifier {
+        ObservationTracker(subject: self, keyPath: \.trackedRead)
+      } markObserved: {}
+      updateObserved(hub)
+    }
+    return unsafeDowncast(
+      hub.notifier.unsafelyUnwrapped as AnyObject,
+      to: ObservationTracker<SingleWriter<Value>, Value>.self)
+  }
+}

@@ -1,0 +1,203 @@
+import Observation
+import SingleWriterAtomics
+
+// Observing a ThreadSafeSingleWriter: `changes()` streams, and Observation-module
+// tracking through `trackedRead`. Both hang off the container's `ChangeHub`; the
+// container only marks writes `dirty` while the `observed` bit is set, and calls
+// `publishIfDirty` at each checkout end while it is.
+
+extension ThreadSafeSingleWriter {
+  /// Called by the checkout holder as each checkout ends while `observed` is set, with no
+  /// library lock held: if the checkout wrote, bumps the hub's version. Checkouts are
+  /// ordered, so publications are too.
+  @inlinable
+  func publishIfDirty() {
+    guard sw_load_relaxed(lock.state) & WriterState.dirty != 0 else { return }
+    sw_fetch_and(lock.state, ~WriterState.dirty)
+    hub.publish()
+  }
+
+  /// Counts one more `changes()` subscription; the first observer sets `observed`, so
+  /// every later write marks itself `dirty`.
+  func subscriptionArrived() {
+    hub.withLock {
+      if hub.subscriptions == 0, hub.notifier == nil {
+        sw_fetch_or(lock.state, WriterState.observed)
+      }
+      hub.subscriptions += 1
+    }
+  }
+
+  /// Counts one subscription fewer; the last observer to leave clears `observed`, and
+  /// unobserved writes cost nothing again. Tracking, once installed, stays.
+  func subscriptionLeft() {
+    hub.withLock {
+      hub.subscriptions -= 1
+      if hub.subscriptions == 0, hub.notifier == nil {
+        sw_fetch_and(lock.state, ~(WriterState.observed | WriterState.dirty))
+      }
+    }
+  }
+
+  /// How many `changes()` subscriptions are live; for tests.
+  var subscriberCount: Int { hub.withLock { hub.subscriptions } }
+
+  /// Whether checkout ends publish; for tests.
+  var isObserved: Bool { sw_load_relaxed(lock.state) & WriterState.observed != 0 }
+}
+
+extension ThreadSafeSingleWriter where Value: Sendable {
+  /// Subscribes, never waiting on the writer: the `observed` bit is set under the hub's
+  /// own lock, then the version is read before the value, so a checkout that ends after
+  /// this either is in the value already or bumps the version past it.
+  func subscribe<Element: Sendable>(
+    _ transform: @escaping @Sendable (Value) -> Element,
+    isRepeat: (@Sendable (Element, Element) -> Bool)?
+  ) -> Changes<Element> {
+    subscriptionArrived()
+    let version = hub.version
+    let initial = transform(read)
+    let subscription = ChangeSubscription(
+      hub: hub, initial: initial, version: version, isRepeat: isRepeat,
+      read: { @Sendable [weak self] in self.map { transform($0.read) } },
+      leave: { @Sendable [weak self] in self?.subscriptionLeft() })
+    return Changes(subscription)
+  }
+
+  /// The current value, then the value after each checkout or closure write that wrote
+  /// something, in order.
+  ///
+  /// ```swift
+  /// for await user in currentUser.changes() {
+  ///   render(user)
+  /// }
+  /// ```
+  ///
+  /// A consumer slower than the writers is resumed once per batch of checkouts and gets
+  /// the newest value, not a backlog. A checkout end costs one atomic increment per
+  /// container, however many streams are idle. The stream ends when the container is
+  /// deallocated or the task is cancelled, and does not keep the container alive. A
+  /// consumer may write back to the container.
+  ///
+  /// Iterated from a `@MainActor` task, the loop resumes on the main actor directly.
+  /// When `Value` is `Equatable`, the overload that skips repeats is chosen instead.
+  public func changes() -> Changes<Value> {
+    subscribe({ $0 }, isRepeat: nil)
+  }
+
+  /// A stream of one property of the value that skips repeats: a view of `\.user.name`
+  /// is not woken by writes to the cart.
+  ///
+  /// ```swift
+  /// for await name in state.changes(of: \.user.name) {
+  ///   title = name
+  /// }
+  /// ```
+  public func changes<Property: Equatable & Sendable>(
+    of property: KeyPath<Value, Property> & Sendable
+  ) -> Changes<Property> {
+    subscribe({ $0[keyPath: property] }, isRepeat: { $0 == $1 })
+  }
+}
+
+extension ThreadSafeSingleWriter where Value: Sendable & Equatable {
+  /// The current value, then each new value that differs from the last one delivered.
+  ///
+  /// ```swift
+  /// for await settings in store.changes() { apply(settings) }
+  /// ```
+  ///
+  /// A write that leaves the value as it was, say `tryWrite { _ in }`, wakes nobody. For
+  /// the value after every checkout that wrote, equal or not, use
+  /// `changes(skippingRepeats: false)`.
+  public func changes() -> Changes<Value> {
+    changes(skippingRepeats: true)
+  }
+
+  /// The current value, then the value after each checkout that wrote; repeats of the
+  /// last delivered value are skipped only if `skippingRepeats`.
+  ///
+  /// ```swift
+  /// for await value in box.changes(skippingRepeats: false) { log(value) }
+  /// ```
+  public func changes(skippingRepeats: Bool) -> Changes<Value> {
+    guard skippingRepeats else { return subscribe({ $0 }, isRepeat: nil) }
+    return subscribe({ $0 }, isRepeat: { $0 == $1 })
+  }
+}
+
+extension ThreadSafeSingleWriter {
+  /// The values a ``ThreadSafeSingleWriter`` takes, from ``changes()`` or
+  /// ``changes(of:)``.
+  ///
+  /// Each iterator starts with the value at the `changes()` call, and the subscription
+  /// lasts until the sequence and its iterators are gone.
+  public struct Changes<Element: Sendable>: AsyncSequence, @unchecked Sendable {
+    // Sendable: the subscription's fields are immutable; its closures were built
+    // `@Sendable` by `subscribe`, and its `Element` is `Sendable`.
+    public typealias Failure = Never
+    @usableFromInline let subscription: ChangeSubscription<Element>
+
+    init(_ subscription: ChangeSubscription<Element>) { self.subscription = subscription }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(cursor: ChangeCursor(subscription)) }
+
+    /// Reads the newest value each time it is resumed.
+    public struct Iterator: AsyncIteratorProtocol {
+      public typealias Failure = Never
+      @usableFromInline var cursor: ChangeCursor<Element>
+
+      init(cursor: ChangeCursor<Element>) { self.cursor = cursor }
+
+      /// The next value, or `nil` once the container is gone or the task is cancelled.
+      public mutating func next() async -> Element? {
+        await cursor.next(isolation: nil)
+      }
+
+      /// The next value, resuming in the caller's isolation: no hop to another executor.
+      public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
+        await cursor.next(isolation: actor)
+      }
+    }
+  }
+}
+
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension ThreadSafeSingleWriter: Observable {}
+
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension ThreadSafeSingleWriter {
+  /// The current value, like ``read``, and registered with the Observation module, so
+  /// that `withObservationTracking`, SwiftUI's `body` and `Observations` are told when a
+  /// checkout that wrote ends.
+  ///
+  /// ```swift
+  /// @Observable final class Model {
+  ///   let state = ThreadSafeSingleWriter(value: AppState())
+  ///   var title: String { state.trackedRead.title }  // SwiftUI re-renders on change
+  /// }
+  /// ```
+  ///
+  /// Observers are told once per checkout, at its end, never per write through a held
+  /// proxy, and never for a checkout that only read. The first tracked read makes the
+  /// container observed for good: each checkout end then costs a version bump and a
+  /// notification. ``read`` registers nothing and stays as cheap as before.
+  public var trackedRead: Value {
+    tracker.access(self)
+    return read
+  }
+
+  /// The container's tracker, installed by the first tracked read.
+  var tracker: ObservationTracker<ThreadSafeSingleWriter<Value>, Value> {
+    if sw_load_acquire(hub.word) & ChangeHub.tracked == 0 {
+      hub.installNotifier {
+        ObservationTracker(subject: self, keyPath: \.trackedRead)
+      } markObserved: {
+        sw_fetch_or(lock.state, WriterState.observed)
+      }
+    }
+    return unsafeDowncast(
+      hub.notifier.unsafelyUnwrapped as AnyObject,
+      to: ObservationTracker<ThreadSafeSingleWriter<Value>, Value>.self)
+  }
+}

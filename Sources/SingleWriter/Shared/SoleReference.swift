@@ -1,0 +1,60 @@
+import SingleWriterAtomics
+
+/// Whether `object` is referenced by its one strong reference and nothing else: no other
+/// strong, weak or unowned reference. A lent proxy that passes can be lent again; one that
+/// fails was kept, or can still be reached, so it must never be reused.
+///
+/// One load of the reference-count word when `refCountWordIsReadable`; otherwise the
+/// runtime's counters, which are exact but cost a call each.
+@inlinable
+func isSoleReference<Object: AnyObject>(_ object: inout Object?) -> Bool {
+  if refCountWordIsReadable {
+    return isPristine(sw_refcount_bits(Unmanaged.passUnretained(object!).toOpaque()))
+  }
+  return isKnownUniquelyReferenced(&object) && _getWeakRetainCount(object!) <= 1
+    && _getUnownedRetainCount(object!) <= 1
+}
+
+/// The inline count of an object with one strong reference and nothing else: the
+/// unowned count is 1 (the strong references' own), every other field is 0, and there is
+/// no side table. Bit 0, "pure Swift deallocation", varies by class. The same pattern on
+/// 32- and 64-bit targets.
+@inlinable
+func isPristine(_ bits: UInt) -> Bool { bits & ~1 == 2 }
+
+/// Whether the runtime's inline count has the layout `isPristine` expects, checked once on
+/// a real object: pristine alone, and not pristine with a second strong, a weak or an
+/// unowned reference. False sends `isSoleReference` to the runtime's counters.
+@usableFromInline
+let refCountWordIsReadable: Bool = {
+  final class Probe {}
+  let probe = Probe()
+  func bits() -> UInt { sw_refcount_bits(Unmanaged.passUnretained(probe).toOpaque()) }
+  guard isPristine(bits()) else { return false }
+  let second = Unmanaged.passUnretained(probe).retain()
+  let withSecond = bits()
+  second.release()
+  guard !isPristine(withSecond), isPristine(bits()) else { return false }
+  let unowned = UnownedBox(probe)
+  let withUnowned = bits()
+  withExtendedLifetime(unowned) {}
+  guard !isPristine(withUnowned) else { return false }
+  // A weak reference adds a side table that stays after the reference goes; checked
+  // last, since the probe is then never pristine again.
+  let weak = WeakBox(probe)
+  let withWeak = bits()
+  withExtendedLifetime(weak) {}
+  return !isPristine(withWeak)
+}()
+
+/// Holders for the probe's unowned and weak references, on the heap so that the
+/// optimizer cannot drop them.
+private final class UnownedBox {
+  unowned let object: AnyObject
+  @inline(never) init(_ object: AnyObject) { self.object = object }
+}
+
+private final class WeakBox {
+  weak var object: AnyObject?
+  @inline(never) init(_ object: AnyObject) { self.object = object }
+}

@@ -1,0 +1,237 @@
+// Thread names, call stacks and symbols for race reports, on each platform.
+
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+
+#include "SingleWriterAtomics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#include <io.h>
+#include <windows.h>
+#else
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+#endif
+
+#if defined(__APPLE__)
+#include <execinfo.h>
+#endif
+
+void sw_write_stderr(const char *bytes, size_t count) {
+#if defined(_WIN32)
+  _write(2, bytes, (unsigned)count);
+#else
+  while (count > 0) {
+    ssize_t written = write(2, bytes, count);
+    if (written <= 0) return;
+    bytes += written;
+    count -= (size_t)written;
+  }
+#endif
+}
+
+void sw_print_error(const char *message) {
+  fputs(message, stderr);
+  fputc('\n', stderr);
+  fflush(stderr);
+}
+
+#if !defined(_WIN32)
+/// A function of the running process by name, or null: no link dependency on it.
+static void *sw_symbol(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+#endif
+
+// MARK: - Thread names
+
+#if defined(_WIN32)
+typedef HRESULT(WINAPI *sw_get_thread_description)(HANDLE, PWSTR *);
+#endif
+
+int sw_current_thread_name(char *buffer, size_t capacity) {
+  if (capacity == 0) return SW_THREAD_NAME_NONE;
+  buffer[0] = 0;
+#if defined(_WIN32)
+  // Windows 10 1607 and later keep the whole name; earlier ones have none.
+  sw_get_thread_description get = (sw_get_thread_description)(void (*)(void))GetProcAddress(
+      GetModuleHandleW(L"kernel32.dll"), "GetThreadDescription");
+  PWSTR wide = NULL;
+  if (!get || FAILED(get(GetCurrentThread(), &wide)) || !wide) return SW_THREAD_NAME_NONE;
+  int size = WideCharToMultiByte(CP_UTF8, 0, wide, -1, NULL, 0, NULL, NULL);
+  int result = SW_THREAD_NAME_NONE;
+  if (size > 1 && (size_t)size <= capacity) {
+    WideCharToMultiByte(CP_UTF8, 0, wide, -1, buffer, (int)capacity, NULL, NULL);
+    result = SW_THREAD_NAME_WHOLE;
+  }
+  LocalFree(wide);
+  return result;
+#elif defined(__APPLE__)
+  // Apple keeps up to 63 bytes (MAXTHREADNAMESIZE): a name that fills them may be cut.
+  char name[64] = {0};
+  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0]) {
+    return SW_THREAD_NAME_NONE;
+  }
+  size_t length = strlen(name);
+  if (length >= capacity) return SW_THREAD_NAME_NONE;
+  memcpy(buffer, name, length + 1);
+  return length >= 63 ? SW_THREAD_NAME_TRUNCATED : SW_THREAD_NAME_WHOLE;
+#else
+  // Linux keeps 15 bytes: a name that fills them may have been cut, and is marked so.
+  // pthread_getname_np is looked up, as musl added it only in 1.2.3.
+  typedef int (*get_name)(pthread_t, char *, size_t);
+  get_name get = (get_name)sw_symbol("pthread_getname_np");
+  char name[64] = {0};
+  if (!get || get(pthread_self(), name, sizeof name) != 0 || !name[0]) {
+    return SW_THREAD_NAME_NONE;
+  }
+  size_t length = strlen(name);
+  if (length >= capacity) return SW_THREAD_NAME_NONE;
+  memcpy(buffer, name, length + 1);
+  return length >= 15 ? SW_THREAD_NAME_TRUNCATED : SW_THREAD_NAME_WHOLE;
+#endif
+}
+
+#if defined(_WIN32)
+static DWORD sw_main_thread_id;
+/// Runs before main, on the main thread, when the program starts.
+__attribute__((constructor)) static void sw_note_main_thread(void) {
+  sw_main_thread_id = GetCurrentThreadId();
+}
+#endif
+
+bool sw_is_main_thread(void) {
+#if defined(_WIN32)
+  return GetCurrentThreadId() == sw_main_thread_id;
+#elif defined(__APPLE__)
+  return pthread_main_np() != 0;
+#elif defined(__linux__)
+  // The main thread's kernel id is the process id. gettid is looked up: glibc added it
+  // in 2.30, and calling the system call directly would bring in `syscall`.
+  typedef pid_t (*get_tid)(void);
+  static get_tid cached;
+  static bool looked_up;
+  if (!looked_up) {  // benign race: every thread finds the same function
+    cached = (get_tid)sw_symbol("gettid");
+    looked_up = true;
+  }
+  return cached && cached() == getpid();
+#else
+  return false;
+#endif
+}
+
+// MARK: - Call stacks
+
+int sw_backtrace(void **frames, int capacity) {
+  void *all[129];
+  if (capacity <= 0) return 0;
+  int wanted = capacity + 1 < 129 ? capacity + 1 : 129;
+  int count;
+#if defined(_WIN32)
+  count = (int)RtlCaptureStackBackTrace(0, (DWORD)wanted, all, NULL);
+#elif defined(__APPLE__)
+  count = backtrace(all, wanted);
+#else
+  // glibc has backtrace in libc; musl has none, and the stack is then left out.
+  typedef int (*walk)(void **, int);
+  walk backtrace_function = (walk)sw_symbol("backtrace");
+  if (!backtrace_function) return 0;
+  count = backtrace_function(all, wanted);
+#endif
+  if (count <= 1) return 0;
+  memcpy(frames, all + 1, (size_t)(count - 1) * sizeof(void *));  // drop our own frame
+  return count - 1;
+}
+
+#if !defined(_WIN32)
+/// The last path component of `path`.
+static const char *sw_basename(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+#endif
+
+void sw_describe_address(const void *address, char *buffer, size_t capacity) {
+  if (capacity == 0) return;
+#if defined(_WIN32)
+  // Symbols need DbgHelp and PDBs; the module and offset are enough to look them up.
+  HMODULE module = NULL;
+  char path[MAX_PATH] = {0};
+  if (GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+                             GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                         (LPCSTR)address, &module) &&
+      GetModuleFileNameA(module, path, sizeof path) > 0) {
+    const char *name = strrchr(path, '\\');
+    snprintf(buffer, capacity, "%s + 0x%llx", name ? name + 1 : path,
+             (unsigned long long)((uintptr_t)address - (uintptr_t)module));
+    return;
+  }
+  snprintf(buffer, capacity, "%p", address);
+#else
+  Dl_info info;
+  memset(&info, 0, sizeof info);
+  if (!dladdr(address, &info) || !info.dli_fname) {
+    snprintf(buffer, capacity, "%p", address);
+    return;
+  }
+  const char *image = sw_basename(info.dli_fname);
+  if (!info.dli_sname || !info.dli_saddr) {
+    // Not exported (a symbol of a stripped or non -rdynamic executable): the image
+    // offset is what `addr2line` or `atos` need.
+    snprintf(buffer, capacity, "%s + 0x%lx", image,
+             (unsigned long)((uintptr_t)address - (uintptr_t)info.dli_fbase));
+    return;
+  }
+  typedef char *(*demangle)(const char *, size_t, char *, size_t *, uint32_t);
+  static demangle swift_demangle;
+  static bool looked_up;
+  if (!looked_up) {  // benign race: every thread finds the same function
+    swift_demangle = (demangle)sw_symbol("swift_demangle");
+    looked_up = true;
+  }
+  char *readable = swift_demangle
+                       ? swift_demangle(info.dli_sname, strlen(info.dli_sname), NULL, NULL, 0)
+                       : NULL;
+  snprintf(buffer, capacity, "%s  %s + %lu", image, readable ? readable : info.dli_sname,
+           (unsigned long)((uintptr_t)address - (uintptr_t)info.dli_saddr));
+  free(readable);
+#endif
+}
+
+// MARK: - Thread-local slots
+
+uintptr_t sw_thread_slot_create(void (*destructor)(void *)) {
+#if defined(_WIN32)
+  // Fiber-local storage is the Windows slot with a destructor. Its callback is WINAPI,
+  // the one calling convention of x86_64 and arm64 Windows, so the cast is exact there.
+  DWORD index = FlsAlloc((PFLS_CALLBACK_FUNCTION)(void (*)(void))destructor);
+  return index == FLS_OUT_OF_INDEXES ? 0 : (uintptr_t)index + 1;
+#else
+  pthread_key_t key;
+  if (pthread_key_create(&key, destructor) != 0) return 0;
+  return (uintptr_t)key + 1;  // key 0 is valid; 0 means none here
+#endif
+}
+
+void *sw_thread_slot_get(uintptr_t slot) {
+  if (slot == 0) return NULL;
+#if defined(_WIN32)
+  return FlsGetValue((DWORD)(slot - 1));
+#else
+  return pthread_getspecific((pthread_key_t)(slot - 1));
+#endif
+}
+
+void sw_thread_slot_set(uintptr_t slot, void *value) {
+  if (slot == 0) return;
+#if defined(_WIN32)
+  FlsSetValue((DWORD)(slot - 1), value);
+#else
+  pthread_setspecific((pthread_key_t)(slot - 1), value);
+#endif
+}

@@ -1,0 +1,52 @@
+// What the race detector prints: thread names, call stacks with symbols, and a
+// thread-local slot to keep a thread's label in. Missing pieces degrade to less text,
+// never to a failure.
+
+#ifndef SW_DIAGNOSTICS_H
+#define SW_DIAGNOSTICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/// Writes `count` bytes to standard error, unbuffered.
+void sw_write_stderr(const char *bytes, size_t count);
+
+/// Writes `message` and a newline to standard error.
+void sw_print_error(const char *message);
+
+/// What `sw_current_thread_name` found.
+enum {
+  /// The thread has no name, or the platform cannot tell.
+  SW_THREAD_NAME_NONE = 0,
+  /// `buffer` holds the whole name.
+  SW_THREAD_NAME_WHOLE = 1,
+  /// `buffer` holds the start of a name that may be longer: Linux keeps only 15 bytes.
+  SW_THREAD_NAME_TRUNCATED = 2,
+};
+
+/// Copies the calling thread's name, NUL-terminated, into `buffer`, and says whether
+/// it is whole.
+int sw_current_thread_name(char *buffer, size_t capacity);
+
+/// Whether the calling thread is the process's main thread.
+bool sw_is_main_thread(void);
+
+/// Fills `frames` with the calling thread's return addresses, innermost first, without
+/// this function's frame. Returns how many; 0 where the platform cannot walk the stack.
+int sw_backtrace(void **frames, int capacity);
+
+/// Describes `address` as "image  symbol + offset", with a Swift symbol demangled when
+/// the Swift runtime's `swift_demangle` is loaded, or "image + 0xoffset", or the raw
+/// address: what the dynamic linker knows. Writes a NUL-terminated line into `buffer`.
+void sw_describe_address(const void *address, char *buffer, size_t capacity);
+
+/// Creates a thread-local slot whose non-null value is passed to `destructor` when its
+/// thread exits. Returns 0 if none is left.
+uintptr_t sw_thread_slot_create(void (*destructor)(void *));
+
+void *sw_thread_slot_get(uintptr_t slot);
+
+void sw_thread_slot_set(uintptr_t slot, void *value);
+
+#endif

@@ -1,0 +1,48 @@
+// Who is running, and when: thread identity, yielding, a monotonic clock.
+
+#ifndef SW_THREAD_H
+#define SW_THREAD_H
+
+#include <stdint.h>
+
+// The thread-pointer builtin is used only where what it reads has been checked: on
+// Linux (glibc or musl) it is %fs:0 on x86_64, the TCB's pointer to itself, and
+// TPIDR_EL0 on aarch64, the thread pointer. On Apple arm64, TPIDR_EL0 holds the CPU
+// number, and x86_64 Darwin does not implement the builtin; so everywhere else the id
+// comes from the C library. Scripts/cross-compile-c.sh checks the Apple assembly.
+#if defined(__linux__) && !defined(__ANDROID__) && (defined(__x86_64__) || defined(__aarch64__))
+#define SW_THREAD_ID_FROM_THREAD_POINTER 1
+#elif !defined(_WIN32)
+#include <pthread.h>
+#endif
+
+/// The calling thread's id from the C library (`pthread_self()`, or on Windows
+/// `GetCurrentThreadId() << 1`); see `sw_current_thread`.
+uintptr_t sw_current_thread_slow(void);
+
+/// A non-zero id for the calling thread, unique among live threads and stable for the
+/// thread's life, with the low bit clear, so callers may tag it.
+///
+/// One instruction on Linux x86_64 and aarch64 (the thread pointer), an inlined
+/// `pthread_self()` call on Apple and other POSIX systems (a `pthread_t` there is a
+/// pointer to the aligned thread structure), a call on Windows.
+static inline uintptr_t sw_current_thread(void) {
+#if defined(SW_THREAD_ID_FROM_THREAD_POINTER)
+  return (uintptr_t)__builtin_thread_pointer();
+#elif !defined(_WIN32)
+  return (uintptr_t)pthread_self();
+#else
+  return sw_current_thread_slow();
+#endif
+}
+
+/// Gives up the rest of the calling thread's time slice (`sched_yield`,
+/// `SwitchToThread` on Windows).
+void sw_yield_thread(void);
+
+/// A monotonic clock in nanoseconds, for spin budgets and timeouts; its zero is
+/// arbitrary. `CLOCK_MONOTONIC`, `CLOCK_UPTIME_RAW` on Apple, `QueryPerformanceCounter`
+/// on Windows.
+uint64_t sw_monotonic_ns(void);
+
+#endif

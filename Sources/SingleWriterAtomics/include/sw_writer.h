@@ -1,0 +1,58 @@
+// The synchronization state of one ThreadSafeSingleWriter, in one allocation, and the
+// pointer-sized atomics its lock-free queue of pending writes needs.
+
+#ifndef SW_WRITER_H
+#define SW_WRITER_H
+
+#include "sw_atomics.h"
+
+/// Strong CAS with acquire-release ordering; on failure `*expected` is reloaded.
+static inline bool sw_uptr_cas(sw_atomic_uptr *a, uintptr_t *expected, uintptr_t desired) {
+  SW_CHAOS();
+  bool done = atomic_compare_exchange_strong_explicit(
+      &a->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
+  SW_CHAOS();
+  return done;
+}
+
+static inline uintptr_t sw_uptr_exchange(sw_atomic_uptr *a, uintptr_t v) {
+  SW_CHAOS();
+  uintptr_t old = atomic_exchange_explicit(&a->value, v, memory_order_acq_rel);
+  SW_CHAOS();
+  return old;
+}
+
+static inline uintptr_t sw_uptr_load_acquire(sw_atomic_uptr *a) {
+  SW_CHAOS();
+  uintptr_t v = atomic_load_explicit(&a->value, memory_order_acquire);
+  SW_CHAOS();
+  return v;
+}
+
+typedef struct {
+  /// Checkout, queue, value-lock and observation bits, plus the reader count.
+  sw_atomic_u32 state;
+  /// Bumped, then woken, when a checkout ends while a `withWriter` is parked.
+  sw_atomic_u32 park_sequence;
+  /// The newest pending write: a lock-free stack that the checkout holder empties.
+  sw_atomic_uptr inbox;
+  /// The thread holding the checkout, or 0; only for catching self-deadlock.
+  sw_atomic_uptr checkout_thread;
+  /// The thread inside a write access, or 0; only for catching self-deadlock.
+  sw_atomic_uptr writing_thread;
+  /// The thread running the queue, with bit 0 set once a nested checkout end handed the
+  /// checkout back to it; 0 when no thread runs it.
+  sw_atomic_uptr serving_thread;
+  /// The task that took the checkout with `checkout()`, or 0; only for a warning.
+  sw_atomic_uptr checkout_task;
+} sw_ts_sync;
+
+static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
+static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
+static inline sw_atomic_uptr *sw_ts_inbox(sw_ts_sync *s) { return &s->inbox; }
+static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
+static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }
+static inline sw_atomic_uptr *sw_ts_serving_thread(sw_ts_sync *s) { return &s->serving_thread; }
+static inline sw_atomic_uptr *sw_ts_checkout_task(sw_ts_sync *s) { return &s->checkout_task; }
+
+#endif

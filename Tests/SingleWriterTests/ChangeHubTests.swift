@@ -1,0 +1,74 @@
+import Testing
+
+@testable import SingleWriter
+
+@Suite struct ChangeHubTests {
+  @Test func aPublicationBumpsTheVersion() {
+    let hub = ChangeHub()
+    let before = hub.version
+    hub.publish()
+    hub.publish()
+    #expect(hub.version == before &+ 2)
+    #expect(hub.wakeCount == 0, "nobody sleeps: no wake-up")
+  }
+
+  @Test func aConsumerBehindTheVersionDoesNotSleep() async {
+    let hub = ChangeHub()
+    let seen = hub.version
+    hub.publish()
+    await hub.waitForChange(after: seen, id: hub.makeSleeperID())
+    #expect(hub.sleepers.isEmpty)
+  }
+
+  @Test func aBatchOfPublicationsWakesASleeperOnce() async {
+    let hub = ChangeHub()
+    let seen = hub.version
+    let id = hub.makeSleeperID()
+    let sleeper = Task { await hub.waitForChange(after: seen, id: id) }
+    await waitUntil { hub.withLock { !hub.sleepers.isEmpty } }
+    for _ in 0..<100 { hub.publish() }
+    await sleeper.value
+    #expect(hub.withLock { hub.wakeCount } == 1)
+    #expect(hub.version == seen &+ 100)
+  }
+
+  @Test func closingWakesEverySleeper() async {
+    let hub = ChangeHub()
+    let seen = hub.version
+    let first = hub.makeSleeperID()
+    let second = hub.makeSleeperID()
+    let sleepers = [
+      Task { await hub.waitForChange(after: seen, id: first) },
+      Task { await hub.waitForChange(after: seen, id: second) },
+    ]
+    await waitUntil { hub.withLock { hub.sleepers.count } == 2 }
+    hub.close()
+    for sleeper in sleepers { await sleeper.value }
+    #expect(hub.isClosed)
+    await hub.waitForChange(after: seen, id: first)  // closed: returns at once
+  }
+
+  @Test func cancellingASleeperRemovesIt() async {
+    let hub = ChangeHub()
+    let seen = hub.version
+    let id = hub.makeSleeperID()
+    let sleeper = Task { await hub.waitForChange(after: seen, id: id) }
+    await waitUntil { hub.withLock { !hub.sleepers.isEmpty } }
+    sleeper.cancel()
+    await sleeper.value
+    #expect(hub.withLock { hub.sleepers.isEmpty })
+    #expect(hub.version == seen)
+  }
+
+  @Test func aCancelledTaskDoesNotSleep() async {
+    let hub = ChangeHub()
+    let seen = hub.version
+    let id = hub.makeSleeperID()
+    let sleeper = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      await hub.waitForChange(after: seen, id: id)
+    }
+    await sleeper.value
+    #expect(hub.withLock { hub.sleepers.isEmpty })
+  }
+}

@@ -1,0 +1,325 @@
+import Dispatch
+import Foundation
+import Observation
+import Testing
+
+@testable import SingleWriter
+
+/// Registers `read` with the Observation module and, each time it fires, counts and
+/// registers again: one count per notification, for as long as the test runs.
+func trackForever(_ fired: Counter, _ read: @escaping @Sendable () -> Void) {
+  withObservationTracking(read) {
+    fired.add(1)
+    trackForever(fired, read)
+  }
+}
+
+struct Profile: Equatable, Sendable {
+  var name = "Ann"
+  var cart: [Int] = []
+}
+
+/// `trackedRead` on both containers: one notification per checkout that wrote.
+@Suite struct ObservationTrackingTests {
+  @Test func threadSafeTrackingFiresOncePerChangingCheckout() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let fired = Counter()
+    trackForever(fired) { _ = box.trackedRead }
+    do {
+      let proxy = box.writer!
+      proxy.write = 1
+      proxy.write += 1
+      proxy.write += 1
+      #expect(fired.load() == 0, "not per proxy write, not before the checkout ends")
+    }
+    #expect(fired.load() == 1)
+    _ = box.writer  // a read-only checkout
+    #expect(fired.load() == 1)
+    box.tryWrite { $0 += 1 }
+    #expect(fired.load() == 2)
+    box.writeNext { $0.write += 1 }
+    #expect(fired.load() == 3)
+    box.withWriter { $0 += 1 }
+    #expect(fired.load() == 4)
+    #expect(box.read == 6)
+  }
+
+  @Test func plainTrackingFiresOncePerChangingCheckout() {
+    let box = SingleWriter(value: 0)
+    nonisolated(unsafe) let unsafeBox = box  // the closure runs on this thread only
+    let fired = Counter()
+    trackForever(fired) { _ = unsafeBox.trackedRead }
+    do {
+      let proxy = box.writer!
+      proxy.write = 1
+      proxy.write += 1
+      #expect(fired.load() == 0, "not per proxy write, not before the checkout ends")
+    }
+    #expect(fired.load() == 1)
+    _ = box.writer  // a read-only checkout
+    #expect(fired.load() == 1)
+    box.tryWrite { $0 += 1 }
+    #expect(fired.load() == 2)
+    box.writeNext { $0.write += 1 }
+    #expect(fired.load() == 3)
+    var held = box.writer
+    box.writeNext { $0.write += 1 }  // queued: its own checkout
+    held!.write += 1
+    held = nil
+    #expect(fired.load() == 5)
+  }
+
+  @Test func plainReadRegistersNothing() {
+    let box = SingleWriter(value: 0)
+    nonisolated(unsafe) let unsafeBox = box
+    let fired = Counter()
+    withObservationTracking { _ = unsafeBox.read } onChange: { fired.add(1) }
+    box.tryWrite { $0 += 1 }
+    #expect(fired.load() == 0)
+    #expect(!box.isObserved, "nobody observes: writes publish nothing")
+  }
+
+  @Test func aTrackingConsumerThatWritesBackConverges() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let fired = Counter()
+    // Clamps the value to 10, writing only when it is out of range.
+    @Sendable func track() {
+      withObservationTracking { _ = box.trackedRead } onChange: {
+        fired.add(1)
+        box.writeNext { if $0.write > 10 { $0.write = 10 } }
+        track()
+      }
+    }
+    track()
+    box.tryWrite { $0 = 50 }
+    #expect(box.read == 10)
+    #expect(fired.load() == 2, "the write, then the clamp; nothing after")
+  }
+
+  @Test func trackingThatOutlivesItsContainerNeverFires() {
+    let fired = Counter()
+    weak var weakBox: ThreadSafeSingleWriter<Int>?
+    do {
+      let box = ThreadSafeSingleWriter(value: 0)
+      weakBox = box
+      withObservationTracking { _ = box.trackedRead } onChange: { fired.add(1) }
+    }
+    #expect(weakBox == nil, "tracking does not keep the container alive")
+    #expect(fired.load() == 0)
+  }
+}
+
+/// `changes()` on both containers.
+@Suite struct ObservationStreamTests {
+  @Test func noOpWritesAreNotDeliveredWhenEquatable() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    var iterator = box.changes().makeAsyncIterator()
+    #expect(await iterator.next() == 0)
+    box.tryWrite { _ in }
+    box.tryWrite { $0 = 0 }
+    box.writer!.write = 0
+    box.tryWrite { $0 = 7 }
+    #expect(await iterator.next() == 7)
+    box.tryWrite { $0 = 7 }
+    box.tryWrite { $0 = 8 }
+    #expect(await iterator.next() == 8)
+  }
+
+  @Test func everyCheckoutIsDeliveredOnRequest() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    var iterator = box.changes(skippingRepeats: false).makeAsyncIterator()
+    #expect(await iterator.next() == 0)
+    box.tryWrite { _ in }
+    #expect(await iterator.next() == 0)
+  }
+
+  @Test func plainNoOpWritesAreNotDeliveredWhenEquatable() async {
+    let box = SingleWriter(value: 0)
+    var iterator = box.changes().makeAsyncIterator()
+    #expect(await iterator.next() == 0)
+    box.tryWrite { _ in }
+    box.writer!.write = 0
+    box.tryWrite { $0 = 3 }
+    #expect(await iterator.next() == 3)
+    var every = box.changes(skippingRepeats: false).makeAsyncIterator()
+    #expect(await every.next() == 3)
+    box.tryWrite { _ in }
+    #expect(await every.next() == 3)
+  }
+
+  @Test func aPropertyStreamIgnoresOtherProperties() async {
+    let box = ThreadSafeSingleWriter(value: Profile())
+    var names = box.changes(of: \.name).makeAsyncIterator()
+    #expect(await names.next() == "Ann")
+    box.tryWrite { $0.cart.append(1) }
+    box.tryWrite { $0.cart.append(2) }
+    box.tryWrite { $0.name = "Bo" }
+    #expect(await names.next() == "Bo")
+    let plain = SingleWriter(value: Profile())
+    var plainNames = plain.changes(of: \.name).makeAsyncIterator()
+    #expect(await plainNames.next() == "Ann")
+    plain.tryWrite { $0.cart.append(1) }
+    plain.tryWrite { $0.name = "Cy" }
+    #expect(await plainNames.next() == "Cy")
+  }
+
+  @Test func aStreamConsumerThatWritesBackDoesNotLoop() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let deliveries = Counter()
+    let consumer = Task {
+      for await _ in box.changes() {
+        deliveries.add(1)
+        _ = try? await box.write { $0 = min($0, 10) }  // writes even when in range
+      }
+    }
+    await waitUntil { deliveries.load() == 1 }
+    box.tryWrite { $0 = 50 }
+    await waitUntil { box.read == 10 }
+    try? await Task.sleep(for: .milliseconds(50))
+    consumer.cancel()
+    await consumer.value
+    #expect(deliveries.load() <= 3, "0, then 50 and 10 at most; the clamp's no-op is skipped")
+  }
+
+  @Test func aWaitingConsumerEndsWhenTheContainerIsFreed() async {
+    var box: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
+    let stream = box!.changes()
+    let started = Counter()
+    let consumer = Task {
+      var values: [Int] = []
+      for await value in stream {
+        values.append(value)
+        started.add(1)
+      }
+      return values
+    }
+    await waitUntil { started.load() == 1 }
+    try? await Task.sleep(for: .milliseconds(10))  // let it sleep in the hub
+    box = nil
+    #expect(await consumer.value == [1])
+  }
+
+  @Test func aPlainStreamEndsWhenTheContainerIsFreed() async {
+    var box: SingleWriter<Int>? = SingleWriter(value: 1)
+    var iterator = box!.changes().makeAsyncIterator()
+    #expect(await iterator.next() == 1)
+    box = nil
+    #expect(await iterator.next() == nil)
+  }
+
+  @Test func aCancelledConsumerEnds() async {
+    let box = ThreadSafeSingleWriter(value: 1)
+    let started = Counter()
+    let consumer = Task {
+      for await _ in box.changes() { started.add(1) }
+    }
+    await waitUntil { started.load() == 1 }
+    consumer.cancel()
+    await consumer.value
+    await waitUntil { box.subscriberCount == 0 }
+    #expect(!box.isObserved)
+  }
+
+  @Test func theLastSubscriberToLeaveTurnsPublishingOff() {
+    let box = SingleWriter(value: 0)
+    var first: SingleWriter<Int>.Changes<Int>? = box.changes()
+    var second: SingleWriter<Int>.Changes<Int>? = box.changes()
+    #expect(box.isObserved && box.subscriberCount == 2)
+    first = nil
+    #expect(box.isObserved)
+    second = nil
+    #expect(!box.isObserved && box.subscriberCount == 0)
+    _ = (first, second)
+  }
+
+  @MainActor @Test func mainActorConsumersResumeOnTheMainActor() async {
+    let box = SingleWriter(value: 0)
+    let consumer = Task { @MainActor in
+      var seen: [Int] = []
+      for await value in box.changes() {
+        MainActor.preconditionIsolated()
+        seen.append(value)
+        if value == 2 { break }
+      }
+      return seen
+    }
+    await Task.yield()
+    box.tryWrite { $0 = 1 }
+    await Task.yield()
+    box.tryWrite { $0 = 2 }
+    let seen = await consumer.value
+    #expect(seen.last == 2)
+    #expect(Set(seen).isSubset(of: [0, 1, 2]))
+  }
+
+  /// A consumer slower than its producer is woken at most once per batch of checkouts.
+  @Test func aSlowConsumerWakesAtMostOncePerBatch() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let batches = 20
+    let perBatch = 200
+    let deliveries = Counter()
+    let consumer = Task.detached {
+      for await value in box.changes() {
+        deliveries.add(1)
+        usleep(2_000)  // slower than a whole batch
+        if value == batches * perBatch { break }
+      }
+    }
+    await waitUntil { deliveries.load() == 1 }
+    for _ in 0..<batches {
+      for _ in 0..<perBatch { box.tryWrite { $0 += 1 } }
+      usleep(5_000)  // the consumer catches up and sleeps again
+    }
+    await consumer.value
+    let wakes = box.hub.withLock { box.hub.wakeCount }
+    print("slow consumer: \(batches) batches of \(perBatch) checkouts, \(wakes) wake-ups, \(deliveries.load()) deliveries")
+    #expect(wakes >= 1)
+    #expect(wakes <= batches)
+    #expect(deliveries.load() <= batches + 1)
+  }
+}
+
+/// Regressions from issue 13 for `changes()`.
+@Suite struct ObservationRegressionTests {
+  /// Issue 13, item 3: a thread that keeps subscribing while another takes and releases
+  /// the writer without writing must never sleep where no release wakes it.
+  @Test func subscribingNeverSleepsThroughACheckoutLoop() async {
+    let finished = await runOnThread(stackSize: 1 << 20) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      let stop = Counter()
+      let subscribed = Counter()
+      let churn = Thread {
+        while stop.load() == 0 { _ = box.writer }
+      }
+      churn.start()
+      let subscriber = Thread {
+        for _ in 0..<20_000 {
+          _ = box.changes()
+          subscribed.add(1)
+        }
+      }
+      subscriber.start()
+      let deadline = Date().addingTimeInterval(20)
+      while subscribed.load() < 20_000, Date() < deadline { usleep(1_000) }
+      stop.store(1)
+      return subscribed.load()
+    }
+    #expect(finished == 20_000, "changes() slept with nobody to wake it")
+  }
+
+  /// Issue 13, minor point: `changes()` inside a `writeNext` body used to stop the program.
+  @Test func changesInsideAWriteNextBodyWorks() async {
+    await #expect(processExitsWith: .success) {
+      let box = ThreadSafeSingleWriter(value: 1)
+      let stream = Locked<ThreadSafeSingleWriter<Int>.Changes<Int>?>(nil)
+      box.writeNext { proxy in
+        proxy.write = 2
+        stream.withLock { $0 = box.changes() }
+      }
+      var iterator = stream.withLock { $0 }!.makeAsyncIterator()
+      if await iterator.next() != 2 { exit(1) }
+      box.tryWrite { $0 = 3 }
+      if await iterator.next() != 3 { exit(1) }
+    }
+  }
+}
