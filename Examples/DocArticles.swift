@@ -119,8 +119,8 @@ struct Profile {
     proxy.write.visits.append("settings")
     kept = proxy  // a weak reference does not keep the checkout
   }
-  // kept?.write.name = "Bobo"  // would stop the program: that checkout has ended
-  _ = kept
+  // The checkout has ended, and `kept` with it: it cannot write behind anyone's back.
+  print(kept == nil)  // true
 }
 
 struct Visits: Sendable {

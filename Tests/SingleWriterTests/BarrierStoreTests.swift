@@ -200,13 +200,20 @@ private func displaceValuesWhoseDeinitUsesTheStore(_ backing: BarrierStoreBackin
 
   @Test(arguments: backings)
   func readersThatKeepTheStoreBusyDoNotStarveAWrite(_ backing: BarrierStoreBacking) {
-    // Three threads read without pause, each read holding the store for 2 ms while its
-    // key hashes, so that at any moment some read is in progress. A reader-preferring
-    // lock (glibc's default `pthread_rwlock_t`) lets each new read join the ones inside
-    // and the write never gets in: before the fix it still waited after 20 s.
+    // Three threads read in a relay: a read stays inside (its key is hashing) until a
+    // later read has come in, or for 20 ms at most, so the latest reader always holds the
+    // store. A lock that lets new readers join while a writer waits (glibc's default
+    // `pthread_rwlock_t`) then never lets the write in: before the fix it still waited
+    // after 20 s. A fair store holds new reads back, and the write waits for the reads
+    // inside, 20 ms.
     let store = BarrierStore<ProbeKey, Int>(backing: backing)
     store.setValue(0, forKey: ProbeKey(1))
-    let slowKey = ProbeKey(1) { usleep(2_000) }
+    let entered = Counter()
+    let relayKey = ProbeKey(1) {
+      let ticket = entered.add(1)
+      let deadline = DispatchTime.now() + .milliseconds(20)
+      while entered.load() == ticket, DispatchTime.now() < deadline { usleep(100) }
+    }
     let stop = Flag()
     let reads = Counter()
     let readersDone = DispatchGroup()
@@ -214,21 +221,23 @@ private func displaceValuesWhoseDeinitUsesTheStore(_ backing: BarrierStoreBackin
       readersDone.enter()
       Thread {
         while !stop.isSet {
-          _ = store.value(forKey: slowKey)
-          _ = reads.add(1)
+          _ = store.value(forKey: relayKey)
+          reads.add(1)
         }
         readersDone.leave()
       }.start()
     }
-    while reads.load() < 9 { usleep(1_000) }  // the readers overlap by now
+    while reads.load() < 30 { usleep(1_000) }  // the relay runs
 
     let written = DispatchSemaphore(value: 0)
     Thread {
       store.setValue(2, forKey: ProbeKey(2))
       written.signal()
     }.start()
-    // Generous for a loaded 2-core machine: a fair write waits for one 2 ms read.
+    // Generous for a loaded 2-core machine: a fair write waits about 20 ms.
+    let t0 = DispatchTime.now(); let r0 = reads.load()
     let finished = written.wait(timeout: .now() + 10) == .success
+    print("H1DEBUG", backing, Double(DispatchTime.now().uptimeNanoseconds - t0.uptimeNanoseconds) / 1e6, "ms", reads.load() - r0)
     stop.set()
     readersDone.wait()
     if !finished { written.wait() }  // the readers stopped, so the write gets in now

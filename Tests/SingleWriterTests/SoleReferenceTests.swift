@@ -9,33 +9,37 @@ import Testing
     #expect(refCountWordIsReadable)
   }
 
-  @Test func aLoneObjectIsItsSoleReference() {
+  /// Both the one-load check and the runtime counters it falls back to.
+  @Test(arguments: [true, false]) func aLoneObjectIsItsSoleReference(readable: Bool) {
     var object: Object? = Object()
-    #expect(isSoleReference(&object))
+    #expect(isSoleReference(&object, wordIsReadable: readable))
   }
 
-  @Test func aSecondStrongReferenceIsSeen() {
+  /// Both the one-load check and the runtime counters it falls back to.
+  @Test(arguments: [true, false]) func aSecondStrongReferenceIsSeen(readable: Bool) {
     var object: Object? = Object()
     let second = object
-    #expect(!isSoleReference(&object))
+    #expect(!isSoleReference(&object, wordIsReadable: readable))
     withExtendedLifetime(second) {}
   }
 
-  @Test func aWeakReferenceIsSeenEvenAfterItIsGone() {
+  /// Both the one-load check and the runtime counters it falls back to.
+  @Test(arguments: [true, false]) func aWeakReferenceIsSeenEvenAfterItIsGone(readable: Bool) {
     var object: Object? = Object()
     weak let weak = object
-    #expect(!isSoleReference(&object))
+    #expect(!isSoleReference(&object, wordIsReadable: readable))
     _ = weak
   }
 
-  @Test func anUnownedReferenceIsSeen() {
+  /// Both the one-load check and the runtime counters it falls back to.
+  @Test(arguments: [true, false]) func anUnownedReferenceIsSeen(readable: Bool) {
     final class Holder {
       unowned let object: Object
       init(_ object: Object) { self.object = object }
     }
     var object: Object? = Object()
     let holder = Holder(object!)
-    #expect(!isSoleReference(&object))
+    #expect(!isSoleReference(&object, wordIsReadable: readable))
     withExtendedLifetime(holder) {}
   }
 }

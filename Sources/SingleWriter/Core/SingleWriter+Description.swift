@@ -37,8 +37,8 @@ extension WriterProxy: CustomStringConvertible, CustomDebugStringConvertible {
   /// }
   /// ```
   ///
-  /// A proxy reached after its checkout ended (through a `weak` or `unowned` reference to
-  /// one lent to `writeNext`) shows `checkout ended` instead of trapping as a write would.
+  /// It never traps: a proxy whose checkout has ended shows `checkout ended` instead of
+  /// the value.
   public var description: String {
     "WriterProxy<\(Value.self)>(\(describedState))"
   }
@@ -49,8 +49,8 @@ extension WriterProxy: CustomStringConvertible, CustomDebugStringConvertible {
   }
 
   var describedState: String {
-    // An idle proxy is the container's parked spare: it holds no checkout, so say so
-    // rather than read through it.
+    // An idle proxy holds no checkout (the container's parked spare, or a retired one):
+    // say so rather than read through it.
     guard lease != .idle else { return "checkout ended" }
     var text = String(reflecting: owner.read)
     if owner.pendingCount != 0 { text += ", \(owner.pendingCount) queued" }

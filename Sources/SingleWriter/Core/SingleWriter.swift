@@ -31,6 +31,8 @@ public final class SingleWriter<Value> {
   /// in the caller's module even when a `deinit` calls it.
   @usableFromInline let drain: (SingleWriter<Value>) -> Void
   @usableFromInline @exclusivity(unchecked) var spare: WriterProxy<Value>?
+  /// `refCountWordIsReadable`, copied: a lazy global costs a call per read.
+  @usableFromInline let refCountWordIsCached = refCountWordIsReadable
   @usableFromInline @exclusivity(unchecked) var pending = FIFO<PendingWrite>()
   /// A drain loop is on the stack: a checkout that ends inside it, say in the `deinit` of
   /// a proxy that a queued write kept, leaves the next write to that loop, not recursion.
@@ -169,7 +171,7 @@ public final class SingleWriter<Value> {
       $0.lease = .lent
       body($0)
     }
-    if !isSoleReference(&spare) {
+    if !isSoleReference(&spare, wordIsReadable: refCountWordIsCached) {
       guard isKnownUniquelyReferenced(&spare) else {
         spare.take().unsafelyUnwrapped.keep()
         return false

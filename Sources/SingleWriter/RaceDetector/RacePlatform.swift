@@ -91,7 +91,8 @@ import SingleWriterAtomics
     let found = Int(sw_current_thread_name(&buffer, buffer.count))
     let name =
       found == SW_THREAD_NAME_NONE
-      ? "" : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      ? ""
+      : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     return ThreadLabel(
       name: name, isTruncated: found == SW_THREAD_NAME_TRUNCATED, isMain: sw_is_main_thread())
   }

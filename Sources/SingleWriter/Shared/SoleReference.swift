@@ -6,9 +6,12 @@ import SingleWriterAtomics
 ///
 /// One load of the reference-count word when `refCountWordIsReadable`; otherwise the
 /// runtime's counters, which are exact but cost a call each.
+///
+/// `wordIsReadable` is `refCountWordIsReadable`, which callers copy once into a stored
+/// property: reading a lazy global from another module costs a call every time.
 @inlinable
-func isSoleReference<Object: AnyObject>(_ object: inout Object?) -> Bool {
-  if refCountWordIsReadable {
+func isSoleReference<Object: AnyObject>(_ object: inout Object?, wordIsReadable: Bool) -> Bool {
+  if wordIsReadable {
     return isPristine(sw_refcount_bits(Unmanaged.passUnretained(object!).toOpaque()))
   }
   return isKnownUniquelyReferenced(&object) && _getWeakRetainCount(object!) <= 1

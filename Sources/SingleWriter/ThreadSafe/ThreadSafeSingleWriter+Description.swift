@@ -44,9 +44,8 @@ extension ThreadSafeWriterProxy: CustomStringConvertible, CustomDebugStringConve
   /// }
   /// ```
   ///
-  /// Like the container's description, it never waits and never stops the program. A
-  /// proxy reached after its checkout ended shows `checkout ended` when the writer is
-  /// free; if another checkout has begun since, it shows that checkout's value.
+  /// Like the container's description, it never waits and never stops the program; with
+  /// the writer free, it shows `checkout ended`.
   public var description: String {
     "ThreadSafeWriterProxy<\(Value.self)>(\(describedState))"
   }

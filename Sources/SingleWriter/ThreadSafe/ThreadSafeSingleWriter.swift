@@ -40,6 +40,8 @@ public final class ThreadSafeSingleWriter<Value> {
   /// Touched only by the checkout holder; acquire/release on the state word, or a
   /// waiter's grant, orders it from one holder to the next.
   @usableFromInline @exclusivity(unchecked) var spare: ThreadSafeWriterProxy<Value>?
+  /// `refCountWordIsReadable`, copied: a lazy global costs a call per read.
+  @usableFromInline let refCountWordIsCached = refCountWordIsReadable
   /// Writes taken from the inbox and not run yet, oldest first. Only the checkout
   /// holder touches it, ordered like `spare`.
   @usableFromInline @exclusivity(unchecked) var pending = FIFO<Pending>()
@@ -84,6 +86,16 @@ public final class ThreadSafeSingleWriter<Value> {
   /// sees half a write.
   @inlinable
   public var read: Value {
+    // A value with no references to count is copied optimistically and checked against
+    // the write sequence: no read-modify-write at all. Others take a reader slot.
+    if _isPOD(Value.self) {
+      let copy = withUnsafeTemporaryAllocation(of: Value.self, capacity: 1) { buffer in
+        let done = sw_seq_try_copy(
+          lock.sequence, buffer.baseAddress!, storage, MemoryLayout<Value>.size)
+        return done ? buffer.baseAddress!.move() : nil
+      }
+      if let copy { return copy }
+    }
     lock.beginRead()
     defer { lock.endRead() }
     return storage.pointee
@@ -217,7 +229,7 @@ public final class ThreadSafeSingleWriter<Value> {
   /// Ends a closure write that `tryEndClosureWrite` could not end on its own.
   @inlinable
   func finishClosureWrite() {
-    lock.endWriting()
+    lock.releaseWriting()
     finishCheckoutNow()
   }
 
@@ -334,7 +346,7 @@ public final class ThreadSafeSingleWriter<Value> {
     if spare == nil { spare = ThreadSafeWriterProxy(lentBy: self) }
     // Guaranteed, not retained: only the checkout holder, this thread, replaces `spare`.
     Unmanaged.passUnretained(spare.unsafelyUnwrapped)._withUnsafeGuaranteedRef { body($0) }
-    if isSoleReference(&spare) { return true }
+    if isSoleReference(&spare, wordIsReadable: refCountWordIsCached) { return true }
     if isKnownUniquelyReferenced(&spare) {
       // Only weak or unowned references remain: retire it. Freeing it now turns weak
       // references into `nil`; an unowned one traps in the runtime if used.

@@ -20,6 +20,7 @@ struct WriterLock {
   }
 
   @inlinable var state: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_state(sync) }
+  @inlinable var sequence: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_sequence(sync) }
   @inlinable var parkSequence: UnsafeMutablePointer<sw_atomic_u32> {
     sw_ts_park_sequence(sync)
   }
@@ -126,6 +127,7 @@ struct WriterLock {
       sw_cas(state, &s, s | WriterState.writing | WriterState.dirtyIfObserved(s))
     {
       sw_uptr_store(writingThread, sw_current_thread())
+      sw_seq_begin_write(sequence)
       return
     }
     acquireWriting()
@@ -140,6 +142,7 @@ struct WriterLock {
       if s & ~WriterState.compatibleWithWriting == 0 {
         if sw_cas(state, &s, s | WriterState.writing | WriterState.dirtyIfObserved(s)) {
           sw_uptr_store(writingThread, me)
+          sw_seq_begin_write(sequence)
           return
         }
         continue
@@ -157,6 +160,12 @@ struct WriterLock {
   }
 
   @inlinable func endWriting() {
+    sw_seq_end_write(sequence)
+    releaseWriting()
+  }
+
+  /// Drops `writing`, with the sequence already even again.
+  @inlinable func releaseWriting() {
     sw_uptr_store(writingThread, 0)
     let old = sw_fetch_sub(state, WriterState.writing)
     if old & WriterState.waiters != 0 { wakeWaiters() }
@@ -174,6 +183,7 @@ struct WriterLock {
         let me = sw_current_thread()
         sw_uptr_store(writingThread, me)
         sw_uptr_store(checkoutThread, scoped(me))
+        sw_seq_begin_write(sequence)
         return true
       }
     }
@@ -188,8 +198,10 @@ struct WriterLock {
   }
 
   /// Drops `writing` and the checkout together; `false` if the container must finish
-  /// (queued writes, observers, a parked `withWriter` or sleepers to wake).
+  /// (queued writes, observers, a parked `withWriter` or sleepers to wake), starting
+  /// with `releaseWriting`.
   @inlinable func tryEndClosureWrite() -> Bool {
+    sw_seq_end_write(sequence)
     sw_uptr_store(writingThread, 0)
     sw_uptr_store(checkoutThread, 0)
     var s = WriterState.writer | WriterState.writing

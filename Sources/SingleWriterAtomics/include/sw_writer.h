@@ -4,7 +4,41 @@
 #ifndef SW_WRITER_H
 #define SW_WRITER_H
 
+#include <stddef.h>
+#include <string.h>
+
 #include "sw_atomics.h"
+
+/// One optimistic read of a value that has no references to count (a "POD" type), for a
+/// seqlock: the writer makes `sequence` odd for the length of each write. The copy may
+/// race with a write by design, and the unchanged even sequence proves it did not, so
+/// ThreadSanitizer is told not to look at it. A reader that fails retries or takes the
+/// lock instead; no reference is ever read torn, because there are none.
+__attribute__((no_sanitize("thread")))
+static inline bool sw_seq_try_copy(sw_atomic_u32 *sequence, void *destination,
+                                   const void *source, size_t size) {
+  SW_CHAOS();
+  uint32_t before = atomic_load_explicit(&sequence->value, memory_order_acquire);
+  if (before & 1) return false;
+  memcpy(destination, source, size);
+  atomic_thread_fence(memory_order_acquire);
+  uint32_t after = atomic_load_explicit(&sequence->value, memory_order_relaxed);
+  SW_CHAOS();
+  return before == after;
+}
+
+/// The writer's half: odd before a write access, even after. Only the holder of the
+/// write access stores, so no read-modify-write is needed.
+static inline void sw_seq_begin_write(sw_atomic_u32 *sequence) {
+  uint32_t s = atomic_load_explicit(&sequence->value, memory_order_relaxed);
+  atomic_store_explicit(&sequence->value, s + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+}
+
+static inline void sw_seq_end_write(sw_atomic_u32 *sequence) {
+  uint32_t s = atomic_load_explicit(&sequence->value, memory_order_relaxed);
+  atomic_store_explicit(&sequence->value, s + 1, memory_order_release);
+}
 
 /// Strong CAS with acquire-release ordering; on failure `*expected` is reloaded.
 static inline bool sw_uptr_cas(sw_atomic_uptr *a, uintptr_t *expected, uintptr_t desired) {
@@ -32,6 +66,9 @@ static inline uintptr_t sw_uptr_load_acquire(sw_atomic_uptr *a) {
 typedef struct {
   /// Checkout, queue, value-lock and observation bits, plus the reader count.
   sw_atomic_u32 state;
+  /// Odd while a write access is in progress: lets readers of plain values copy
+  /// optimistically, with no read-modify-write.
+  sw_atomic_u32 sequence;
   /// Bumped, then woken, when a checkout ends while a `withWriter` is parked.
   sw_atomic_u32 park_sequence;
   /// The newest pending write: a lock-free stack that the checkout holder empties.
@@ -48,6 +85,7 @@ typedef struct {
 } sw_ts_sync;
 
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
+static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
 static inline sw_atomic_uptr *sw_ts_inbox(sw_ts_sync *s) { return &s->inbox; }
 static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
