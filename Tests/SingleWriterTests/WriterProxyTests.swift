@@ -68,11 +68,17 @@ struct CopyCounted {
   }
 
   @Test func aProxyFromWriteNextCannotBeUsedAfterTheClosure() async {
+    // A weak reference kept from the closure is `nil` afterwards: the proxy was retired.
+    let box = SingleWriter(value: 0)
+    weak var escaped: WriterProxy<Int>?
+    box.writeNext { escaped = $0 }
+    #expect(escaped == nil)
+    // One reached without counting (Unmanaged) is the idle spare, and stops the program.
     await #expect(processExitsWith: .failure) {
       let box = SingleWriter(value: 0)
-      weak var escaped: WriterProxy<Int>?
-      box.writeNext { escaped = $0 }
-      escaped?.write = 1
+      var escaped: Unmanaged<WriterProxy<Int>>?
+      box.writeNext { escaped = Unmanaged.passUnretained($0) }
+      escaped!.takeUnretainedValue().write = 1
     }
   }
 }

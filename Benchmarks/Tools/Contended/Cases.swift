@@ -16,9 +16,12 @@ enum Kind: String, CaseIterable {
 
 /// One sample's shared state, seen through two closures.
 struct Trial: Sendable {
-  /// Makes `ops` increments on the calling thread, publishing its progress to `lane`; with
-  /// `waits`, stores in `waits[i]` the ns from the i-th call to entering its critical section.
-  let body: @Sendable (_ ops: Int, _ lane: Lane, _ waits: UnsafeMutablePointer<UInt32>?) -> Void
+  /// Makes `ops` increments on the calling thread; with `waits`, stores in `waits[i]` the
+  /// ns from the i-th call to entering its critical section.
+  let body: @Sendable (_ ops: Int, _ waits: UnsafeMutablePointer<UInt32>?) -> Void
+  /// The increments completed so far, read while the threads run (not waiting for queued
+  /// writes).
+  let count: @Sendable () -> Int
   /// The counter once every thread has returned (and every queued write has run).
   let total: @Sendable () -> Int
 }
@@ -47,12 +50,9 @@ func makeTrial(_ kind: Kind) -> Trial {
   case .mutex:
     let shared = SharedMutex()
     return Trial(
-      body: { ops, lane, waits in
+      body: { ops, waits in
         guard let waits else {
-          for i in 0..<ops {
-            shared.mutex.withLock { $0.a += 1 }
-            lane.passed(i)
-          }
+          for _ in 0..<ops { shared.mutex.withLock { $0.a += 1 } }
           return
         }
         for i in 0..<ops {
@@ -63,20 +63,19 @@ func makeTrial(_ kind: Kind) -> Trial {
             return entered
           }
           waits[i] = wait(called, entered)
-          lane.passed(i)
         }
       },
+      count: { shared.mutex.withLock { $0.a } },
       total: { shared.mutex.withLock { $0.a } })
   case .nslock:
     let shared = LockedCounter()
     return Trial(
-      body: { ops, lane, waits in
+      body: { ops, waits in
         guard let waits else {
-          for i in 0..<ops {
+          for _ in 0..<ops {
             shared.lock.lock()
             shared.box.value.a += 1
             shared.lock.unlock()
-            lane.passed(i)
           }
           return
         }
@@ -87,8 +86,12 @@ func makeTrial(_ kind: Kind) -> Trial {
           shared.box.value.a += 1
           shared.lock.unlock()
           waits[i] = wait(called, entered)
-          lane.passed(i)
         }
+      },
+      count: {
+        shared.lock.lock()
+        defer { shared.lock.unlock() }
+        return shared.box.value.a
       },
       total: {
         shared.lock.lock()
@@ -98,12 +101,9 @@ func makeTrial(_ kind: Kind) -> Trial {
   case .withWriter:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
-      body: { ops, lane, waits in
+      body: { ops, waits in
         guard let waits else {
-          for i in 0..<ops {
-            box.withWriter { $0.a += 1 }
-            lane.passed(i)
-          }
+          for _ in 0..<ops { box.withWriter { $0.a += 1 } }
           return
         }
         for i in 0..<ops {
@@ -114,18 +114,17 @@ func makeTrial(_ kind: Kind) -> Trial {
             return entered
           }
           waits[i] = wait(called, entered)
-          lane.passed(i)
         }
       },
+      count: { box.read.a },
       total: { box.read.a })
   case .tryWrite:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
-      body: { ops, lane, waits in
+      body: { ops, waits in
         guard let waits else {
-          for i in 0..<ops {
+          for _ in 0..<ops {
             while box.tryWrite({ $0.a += 1 }) == nil {}
-            lane.passed(i)
           }
           return
         }
@@ -140,20 +139,18 @@ func makeTrial(_ kind: Kind) -> Trial {
             }
           }
           waits[i] = wait(called, entered!)
-          lane.passed(i)
         }
       },
+      count: { box.read.a },
       total: { box.read.a })
   case .writeNext:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
-      body: { ops, lane, _ in
+      body: { ops, _ in
         // Not timed: a queued closure runs later, on whichever thread drains the queue.
-        for i in 0..<ops {
-          box.writeNext { $0.write.a += 1 }
-          lane.passed(i)
-        }
+        for _ in 0..<ops { box.writeNext { $0.write.a += 1 } }
       },
+      count: { box.read.a },  // what the queued writes have done so far
       // withWriter waits its turn behind every write queued before it.
       total: { box.withWriter { $0.a } })
   }

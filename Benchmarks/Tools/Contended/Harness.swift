@@ -32,46 +32,31 @@ final class StartLine: Sendable {
   }
 }
 
-/// One thread's progress, on cache lines of its own, so that publishing it costs a plain
-/// store that no other core contends for.
-final class Lane: Sendable {
-  private let padBefore: Padding = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-  /// Operations this thread has completed, published every 16 and at the end.
-  let done = Atomic(0)
-  private let padAfter: Padding = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-
-  /// Call after operation `index` (from 0).
-  @inline(__always)
-  func passed(_ index: Int) {
-    if index & 15 == 15 { done.store(index + 1, ordering: .relaxed) }
-  }
-}
-
-typealias Padding = (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int)
-
 /// The interval in which every thread was inside its loop: it opens when the last thread
-/// starts and closes when the first one finishes, each time with the operations completed
-/// by then, summed over the lanes.
+/// starts and closes when the first one finishes, each time with the increments completed
+/// by then, read from the counter itself (for `writeNext`, queued writes are not done).
 final class Window: @unchecked Sendable {
   // Unchecked: `opened` is written only by the thread that brings `started` to the thread
   // count, `closed` only by the one that brings `finished` to 1, and both are read by the
   // main thread after `DispatchGroup.wait()`.
-  let lanes: [Lane]
+  let threads: Int
+  let count: @Sendable () -> Int
   private let started = Atomic(0)
   private let finished = Atomic(0)
   var opened: (ns: UInt64, ops: Int) = (0, 0)
   var closed: (ns: UInt64, ops: Int) = (0, 0)
 
-  init(threads: Int) { lanes = (0..<threads).map { _ in Lane() } }
-
-  private var ops: Int { lanes.reduce(0) { $0 + $1.done.load(ordering: .relaxed) } }
+  init(threads: Int, count: @escaping @Sendable () -> Int) {
+    self.threads = threads
+    self.count = count
+  }
 
   func start() {
-    if started.add(1, ordering: .relaxed).newValue == lanes.count { opened = (now(), ops) }
+    if started.add(1, ordering: .relaxed).newValue == threads { opened = (now(), count()) }
   }
 
   func finish() {
-    if finished.add(1, ordering: .relaxed).oldValue == 0 { closed = (now(), ops) }
+    if finished.add(1, ordering: .relaxed).oldValue == 0 { closed = (now(), count()) }
   }
 }
 
@@ -97,12 +82,12 @@ final class Slots: @unchecked Sendable {
 
 /// What one sample measured.
 struct Sample {
-  /// Increments made, over all threads.
+  /// Calls made, over all threads.
   let ops: Int
   /// Barrier release (first start) to the last thread's end.
   let spanNs: UInt64
-  /// The time in which all threads ran (last start to first end) and the operations made in
-  /// it; for one thread, the whole run.
+  /// The time in which all threads ran (last start to first end) and the increments
+  /// completed in it; for one thread, the whole run.
   let windowNs: UInt64
   let windowOps: Int
   /// `windowNs` over `spanNs`.
@@ -121,18 +106,16 @@ func runSample(_ kind: Kind, threads: Int, opsPerThread: Int, timed: Bool) -> Sa
   let trial = makeTrial(kind)
   let line = StartLine(threads)
   let slots = Slots(threads: threads, waitsPerThread: timed ? opsPerThread : 0)
-  let window = Window(threads: threads)
+  let window = Window(threads: threads, count: trial.count)
   let done = DispatchGroup()
   for index in 0..<threads {
     done.enter()
     let thread = Thread {
       let waits = timed ? slots.waits[index] : nil
       line.arriveAndWait()
-      let lane = window.lanes[index]
       let start = now()
       window.start()
-      trial.body(opsPerThread, lane, waits)
-      lane.done.store(opsPerThread, ordering: .relaxed)
+      trial.body(opsPerThread, waits)
       window.finish()
       let end = now()
       slots.stamps[2 * index] = start

@@ -17,7 +17,7 @@ struct Options {
   var rounds = 5
   var threads = [2, 4, 8]
   var targetMs = 100.0
-  var minOverlap = 0.5
+  var minOverlap = 0.25
   var fixedOps: Int?
   var strict = false
 }
@@ -52,7 +52,7 @@ func usage(_ problem: String?) -> Never {
   if let problem { FileHandle.standardError.write(Data("Contended: \(problem)\n".utf8)) }
   print(
     """
-    usage: Contended [--rounds 5] [--threads 2,4,8] [--target-ms 100] [--min-overlap 0.5]
+    usage: Contended [--rounds 5] [--threads 2,4,8] [--target-ms 100] [--min-overlap 0.25]
                      [--ops N (per thread; default: sized so a sample takes --target-ms)]
                      [--strict (exit 1 unless the run is valid and every goal passes)]
     """)
@@ -84,7 +84,7 @@ struct Measured {
 }
 
 let options = parseOptions()
-let maxAttempts = 4
+let maxAttempts = 3
 let rows: [Row] =
   [Row(kind: .mutex, threads: 1, timed: false)]
   + options.threads.flatMap { n in Kind.allCases.map { Row(kind: $0, threads: n, timed: false) } }
@@ -94,16 +94,29 @@ let rows: [Row] =
 
 /// Increments per thread: 2M per sample (1M for timed rows, which keep every wait), fewer
 /// if that would take longer than `--target-ms` (a convoy makes an increment cost µs).
+/// Probes grow until one takes 20 ms: a short one may finish before the threads collide.
 func sampleSize(_ row: Row) -> Int {
   if let fixed = options.fixedOps { return fixed }
   let full = (row.timed ? 1_000_000 : 2_000_000) / row.threads
-  let probe = max(500, 20_000 / row.threads)
-  let estimates = (0..<3).map { _ in
-    let sample = runSample(row.kind, threads: row.threads, opsPerThread: probe, timed: row.timed)
-    return sample.windowOps > 0 ? sample.nsPerOp : Double(sample.spanNs) / Double(sample.ops)
+  var perThread = max(2_000, 20_000 / row.threads)
+  var sample = runSample(row.kind, threads: row.threads, opsPerThread: perThread, timed: row.timed)
+  while sample.spanNs < 20_000_000 && perThread < full {
+    perThread = min(full, perThread * 4)
+    sample = runSample(row.kind, threads: row.threads, opsPerThread: perThread, timed: row.timed)
   }
-  let wanted = options.targetMs * 1e6 / median(estimates)! / Double(row.threads)
-  return min(full, max(probe, Int(wanted)))
+  return resized(perThread, after: sample, full: full)
+}
+
+/// `perThread` scaled so that a sample like `sample` takes about `--target-ms`, at most `full`.
+func resized(_ perThread: Int, after sample: Sample, full: Int) -> Int {
+  let scale = options.targetMs * 1e6 / Double(max(sample.spanNs, 1))
+  return min(full, max(2_000, Int(Double(perThread) * scale)))
+}
+
+/// A sample is valid if the threads all ran at once for long enough: ns/op counts only
+/// that window, so a shorter one does not bias it, but it must hold enough increments.
+func isValid(_ sample: Sample) -> Bool {
+  sample.overlap >= options.minOverlap && sample.windowOps >= 1_000
 }
 
 /// What one clock read costs, for reading the timed rows (two reads per call).
@@ -134,7 +147,12 @@ for round in 0..<options.rounds {
       measured.attempts += 1
       measured.overlaps.append(sample.overlap)
       measured.lost += sample.lost
-      if sample.overlap >= options.minOverlap {
+      // Slower than sized for (a convoy set in after the probe): smaller from now on.
+      if options.fixedOps == nil && Double(sample.spanNs) > 3e6 * options.targetMs {
+        let full = (row.timed ? 1_000_000 : 2_000_000) / row.threads
+        measured.opsPerThread = resized(measured.opsPerThread, after: sample, full: full)
+      }
+      if isValid(sample) {
         measured.valid.append(sample)
         measured.waits += sample.waits
         break
@@ -180,7 +198,7 @@ print(
     + "and \(loadAfter) after; \(options.rounds) rounds, interleaved, in "
     + String(format: "%.0f s", elapsed) + "; ns/op counts only the window in which all "
     + "threads ran, and a sample is valid if that window is ≥ "
-    + "\(Int(options.minOverlap * 100))% of its span; every figure is the median of "
+    + "\(Int(options.minOverlap * 100))% of its span and holds ≥ 1,000 increments; every figure is the median of "
     + "the valid samples, and a row needs \(neededValid). One clock read: "
     + String(format: "%.0f ns", clockNs) + ".\n")
 if !runValid {

@@ -75,9 +75,20 @@ public final class SingleWriter<Value> {
 
   /// The current value, including writes made through a proxy that is still held.
   @inlinable
-  public var read: Value {
+  public var read: Value { read() }
+
+  /// ``read``, naming the caller's file and line in debug builds' race reports, which a
+  /// property cannot do.
+  ///
+  /// ```swift
+  /// let user = currentUser.read()  // a race report names this line
+  /// ```
+  @inlinable
+  public func read(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) -> Value {
     #if DEBUG
-      accessLog.enter(.read)
+      accessLog.enter(.read, file: fileID, function: function, line: line)
       defer { accessLog.leave(.read) }
     #endif
     return storage.pointee
@@ -96,8 +107,18 @@ public final class SingleWriter<Value> {
   /// }
   /// ```
   @inlinable
-  public var writer: WriterProxy<Value>? {
-    guard tryCheckout() else { return nil }
+  public var writer: WriterProxy<Value>? { writer() }
+
+  /// ``writer``, naming the caller's file and line in debug builds' race reports.
+  ///
+  /// ```swift
+  /// if let proxy = settings.writer() { proxy.write.theme = .dark }
+  /// ```
+  @inlinable
+  public func writer(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) -> WriterProxy<Value>? {
+    guard tryCheckout(file: fileID, function: function, line: line) else { return nil }
     return WriterProxy(owner: self, lease: .owning)
   }
 
@@ -111,9 +132,14 @@ public final class SingleWriter<Value> {
   /// ```swift
   /// currentUser.writeNext { $0.write.name = "Bobo" }
   /// ```
+  ///
+  /// In debug builds, a race report names the caller's file and line.
   @inlinable
-  public func writeNext(_ body: @escaping (WriterProxy<Value>) -> Void) {
-    guard tryCheckout() else {
+  public func writeNext(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: @escaping (WriterProxy<Value>) -> Void
+  ) {
+    guard tryCheckout(file: fileID, function: function, line: line) else {
       pending.append(PendingWrite(body))
       pendingCount += 1
       return
@@ -128,10 +154,15 @@ public final class SingleWriter<Value> {
   /// ```swift
   /// counter.tryWrite { $0 += 1 }
   /// ```
+  ///
+  /// In debug builds, a race report names the caller's file and line.
   @inlinable
   @discardableResult
-  public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
-    guard tryCheckout() else { return nil }
+  public func tryWrite<R, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: (inout Value) throws(E) -> R
+  ) throws(E) -> R? {
+    guard tryCheckout(file: fileID, function: function, line: line) else { return nil }
     defer { endCheckout() }
     isDirty = true
     return try body(&storage.pointee)
@@ -140,9 +171,7 @@ public final class SingleWriter<Value> {
   /// Takes the checkout if it is free. Debug builds also check the attempt, granted
   /// or refused, against other threads' use of this container.
   @inlinable
-  func tryCheckout(
-    file: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
-  ) -> Bool {
+  func tryCheckout(file: StaticString, function: StaticString, line: UInt) -> Bool {
     guard !isCheckedOut else {
       #if DEBUG
         accessLog.check(.write, file: file, function: function, line: line)

@@ -9,7 +9,7 @@ import SingleWriterAtomics
 ///
 /// `wordIsReadable` is `refCountWordIsReadable`, which callers copy once into a stored
 /// property: reading a lazy global from another module costs a call every time.
-@inlinable
+@inlinable @inline(__always)
 func isSoleReference<Object: AnyObject>(_ object: inout Object?, wordIsReadable: Bool) -> Bool {
   if wordIsReadable {
     return isPristine(sw_refcount_bits(Unmanaged.passUnretained(object!).toOpaque()))
@@ -22,7 +22,7 @@ func isSoleReference<Object: AnyObject>(_ object: inout Object?, wordIsReadable:
 /// unowned count is 1 (the strong references' own), every other field is 0, and there is
 /// no side table. Bit 0, "pure Swift deallocation", varies by class. The same pattern on
 /// 32- and 64-bit targets.
-@inlinable
+@inlinable @inline(__always)
 func isPristine(_ bits: UInt) -> Bool { bits & ~1 == 2 }
 
 /// Whether the runtime's inline count has the layout `isPristine` expects, checked once on

@@ -234,7 +234,7 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 
   /// Ends a `writeNext` body's checkout whose proxy came back.
-  @inlinable
+  @inlinable @inline(__always)
   func endLentCheckout() {
     if !lock.tryEndCheckout() { finishCheckoutNow() }
   }

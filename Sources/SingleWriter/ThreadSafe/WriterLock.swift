@@ -42,7 +42,7 @@ struct WriterLock {
 
   /// Takes the checkout if nobody holds it and nothing is queued. `thread` is recorded
   /// as the holder, for the self-deadlock checks.
-  @inlinable func tryCheckout(as thread: UInt) -> Bool {
+  @inlinable @inline(__always) func tryCheckout(as thread: UInt) -> Bool {
     var s = sw_load_relaxed(state)
     while s & (WriterState.writer | WriterState.queued) == 0 {
       if sw_cas(state, &s, s | WriterState.writer) {
@@ -55,7 +55,7 @@ struct WriterLock {
 
   /// Ends the checkout unless something needs the slow path (queued writes, observers
   /// or a parked `withWriter`); then it returns `false` and the container finishes.
-  @inlinable func tryEndCheckout() -> Bool {
+  @inlinable @inline(__always) func tryEndCheckout() -> Bool {
     sw_uptr_store(checkoutThread, 0)
     sw_uptr_store(checkoutTask, 0)
     var s = sw_load_relaxed(state)
@@ -85,13 +85,13 @@ struct WriterLock {
   // MARK: Reading
 
   /// Takes a reader slot, waiting only for a write access in progress.
-  @inlinable func beginRead() {
+  @inlinable @inline(__always) func beginRead() {
     var s = sw_load_relaxed(state)
     if s & WriterState.writing == 0, sw_cas(state, &s, s &+ WriterState.reader) { return }
     beginReadSlow()
   }
 
-  @inlinable func endRead() {
+  @inlinable @inline(__always) func endRead() {
     let old = sw_fetch_sub(state, WriterState.reader)
     if old & WriterState.waiters != 0, old >> WriterState.readerShift == 1 { wakeWaiters() }
   }
@@ -120,7 +120,7 @@ struct WriterLock {
 
   /// Takes `writing` for one access through a proxy, waiting for readers and other
   /// accesses to finish.
-  @inlinable func beginWriting() {
+  @inlinable @inline(__always) func beginWriting() {
     var s = sw_load_relaxed(state)
     if s & WriterState.writer == 0 { staleProxyFailure() }
     if s & ~WriterState.compatibleWithWriting == 0,
@@ -159,13 +159,13 @@ struct WriterLock {
     }
   }
 
-  @inlinable func endWriting() {
+  @inlinable @inline(__always) func endWriting() {
     sw_seq_end_write(sequence)
     releaseWriting()
   }
 
   /// Drops `writing`, with the sequence already even again.
-  @inlinable func releaseWriting() {
+  @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
     let old = sw_fetch_sub(state, WriterState.writing)
     if old & WriterState.waiters != 0 { wakeWaiters() }
