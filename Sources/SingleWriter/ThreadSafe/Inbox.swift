@@ -17,7 +17,7 @@ struct Inbox<Element> {
   final class Node {
     @usableFromInline let element: Element
     /// The node pushed before this one, as a retained opaque pointer, or 0.
-    @usableFromInline var next: UInt = 0
+    @usableFromInline @exclusivity(unchecked) var next: UInt = 0
     @inlinable init(_ element: Element) { self.element = element }
   }
 

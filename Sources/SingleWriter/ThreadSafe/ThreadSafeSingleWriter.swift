@@ -37,6 +37,9 @@ public final class ThreadSafeSingleWriter<Value> {
   /// in the inlinable `init`, so it is specialized for `Value` in the caller's module
   /// instead of running as unspecialized generic code from a proxy's `deinit`.
   @usableFromInline let finishCheckout: (ThreadSafeSingleWriter<Value>) -> Void
+  /// `serveQueue`, specialized the same way, for the paths that start it from code that
+  /// is not inlined (a waiter taking over a free queue).
+  @usableFromInline let runQueue: (ThreadSafeSingleWriter<Value>) -> Void
   /// Touched only by the checkout holder; acquire/release on the state word, or a
   /// waiter's grant, orders it from one holder to the next.
   @usableFromInline @exclusivity(unchecked) var spare: ThreadSafeWriterProxy<Value>?
@@ -65,6 +68,7 @@ public final class ThreadSafeSingleWriter<Value> {
     storage = .allocate(capacity: 1)
     storage.initialize(to: value)
     finishCheckout = { $0.finishCheckoutNow() }
+    runQueue = { $0.serveQueue() }
   }
 
   deinit {
@@ -214,13 +218,13 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 
   /// Takes a free checkout whose queue has entries, and runs the queue.
-  @usableFromInline
+  @inlinable
   func takeOverQueue() {
     var s = sw_load_relaxed(lock.state)
     while s & WriterState.writer == 0 {
       if sw_cas(lock.state, &s, s | WriterState.writer) {
         sw_uptr_store(lock.checkoutThread, 0)
-        return serveQueue()
+        return runQueue(self)
       }
     }
     // Someone else holds it, and will see `queued` when their checkout ends.
@@ -256,7 +260,7 @@ public final class ThreadSafeSingleWriter<Value> {
   /// (then frees the writer), a write keeps its proxy, or a waiting `withWriter` or task
   /// is handed the checkout. A loop, not recursion: a deep queue uses no stack, and a
   /// checkout that ends inside it comes back to it (see `finishCheckoutNow`).
-  @usableFromInline
+  @inlinable
   func serveQueue() {
     let me = sw_current_thread()
     sw_uptr_store(lock.servingThread, me)
