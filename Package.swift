@@ -9,11 +9,19 @@ let package = Package(
     .library(name: "SingleWriter", targets: ["SingleWriter"])
   ],
   targets: [
-    // C11 atomics and a futex-backed wait, so the library needs neither
-    // Apple's Synchronization module (iOS 18 / macOS 15) nor a package dependency.
+    // The platform layer, in C: atomics, blocking waits, thread ids, a reader-writer
+    // lock and race-report diagnostics, so the library needs neither Apple's
+    // Synchronization module (iOS 18 / macOS 15) nor a package dependency, and the Swift
+    // sources carry no platform branches. Scripts/cross-compile-c.sh checks it for
+    // Apple, Windows and musl targets.
     .target(
       name: "SingleWriterAtomics",
-      linkerSettings: [.linkedLibrary("Synchronization", .when(platforms: [.windows]))]
+      linkerSettings: [
+        // WaitOnAddress.
+        .linkedLibrary("Synchronization", .when(platforms: [.windows])),
+        // dlsym and dladdr, which glibc before 2.34 keeps in libdl.
+        .linkedLibrary("dl", .when(platforms: [.linux])),
+      ]
     ),
     .target(
       name: "SingleWriter",

@@ -46,7 +46,7 @@ printf '#include "SingleWriterAtomics.h"\n' >"$work/instantiate.c"
 targets=(
   aarch64-macos x86_64-macos
   aarch64-ios aarch64-ios-simulator x86_64-ios-simulator
-  aarch64-watchos
+  aarch64-watchos aarch64-tvos
   x86_64-windows-gnu aarch64-windows-gnu
   aarch64-linux-musl
 )
@@ -60,7 +60,7 @@ fail() {
 for target in "${targets[@]}"; do
   extra=()
   case $target in
-    *-ios* | *-watchos*) extra+=(-isystem "$zig_lib/libc/include/any-darwin-any") ;;
+    *-ios* | *-watchos* | *-tvos*) extra+=(-isystem "$zig_lib/libc/include/any-darwin-any") ;;
   esac
   for variant in "${variants[@]}"; do
     defines=()
@@ -89,7 +89,7 @@ for target in "${targets[@]}"; do
       fi
     done
     case $target in
-      *-macos* | *-ios* | *-watchos*)
+      *-macos* | *-ios* | *-watchos* | *-tvos*)
         if grep -iqwE 'tpidr_el0' "$dir"/*.s; then
           grep -iwnE 'tpidr_el0' "$dir"/*.s >&2
           fail "$target $variant reads TPIDR_EL0, which holds the CPU number on Apple"

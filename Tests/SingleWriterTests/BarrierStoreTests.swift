@@ -235,9 +235,7 @@ private func displaceValuesWhoseDeinitUsesTheStore(_ backing: BarrierStoreBackin
       written.signal()
     }.start()
     // Generous for a loaded 2-core machine: a fair write waits about 20 ms.
-    let t0 = DispatchTime.now(); let r0 = reads.load()
     let finished = written.wait(timeout: .now() + 10) == .success
-    print("H1DEBUG", backing, Double(DispatchTime.now().uptimeNanoseconds - t0.uptimeNanoseconds) / 1e6, "ms", reads.load() - r0)
     stop.set()
     readersDone.wait()
     if !finished { written.wait() }  // the readers stopped, so the write gets in now

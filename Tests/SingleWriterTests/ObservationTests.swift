@@ -73,7 +73,11 @@ struct Profile: Equatable, Sendable {
     let box = SingleWriter(value: 0)
     nonisolated(unsafe) let unsafeBox = box
     let fired = Counter()
-    withObservationTracking { _ = unsafeBox.read } onChange: { fired.add(1) }
+    withObservationTracking {
+      _ = unsafeBox.read
+    } onChange: {
+      fired.add(1)
+    }
     box.tryWrite { $0 += 1 }
     #expect(fired.load() == 0)
     #expect(!box.isObserved, "nobody observes: writes publish nothing")
@@ -84,7 +88,9 @@ struct Profile: Equatable, Sendable {
     let fired = Counter()
     // Clamps the value to 10, writing only when it is out of range.
     @Sendable func track() {
-      withObservationTracking { _ = box.trackedRead } onChange: {
+      withObservationTracking {
+        _ = box.trackedRead
+      } onChange: {
         fired.add(1)
         box.writeNext { if $0.write > 10 { $0.write = 10 } }
         track()
@@ -102,7 +108,11 @@ struct Profile: Equatable, Sendable {
     do {
       let box = ThreadSafeSingleWriter(value: 0)
       weakBox = box
-      withObservationTracking { _ = box.trackedRead } onChange: { fired.add(1) }
+      withObservationTracking {
+        _ = box.trackedRead
+      } onChange: {
+        fired.add(1)
+      }
     }
     #expect(weakBox == nil, "tracking does not keep the container alive")
     #expect(fired.load() == 0)
@@ -272,7 +282,9 @@ struct Profile: Equatable, Sendable {
     }
     await consumer.value
     let wakes = box.hub.withLock { box.hub.wakeCount }
-    print("slow consumer: \(batches) batches of \(perBatch) checkouts, \(wakes) wake-ups, \(deliveries.load()) deliveries")
+    print(
+      "slow consumer: \(batches) batches of \(perBatch) checkouts, \(wakes) wake-ups, \(deliveries.load()) deliveries"
+    )
     #expect(wakes >= 1)
     #expect(wakes <= batches)
     #expect(deliveries.load() <= batches + 1)

@@ -14,11 +14,11 @@ enum Kind: String, CaseIterable {
   case writeNext = "writeNext"
 }
 
-/// One sample's shared state, seen through two closures.
+/// One sample's shared state, seen through closures.
 struct Trial: Sendable {
-  /// Makes `ops` increments on the calling thread; with `waits`, stores in `waits[i]` the
-  /// ns from the i-th call to entering its critical section.
-  let body: @Sendable (_ ops: Int, _ waits: UnsafeMutablePointer<UInt32>?) -> Void
+  /// Increments until `stop` is set and returns how many it made; with `waits`, records
+  /// for each call the ns from the call to entering the critical section.
+  let body: @Sendable (_ stop: StopFlag, _ waits: WaitHistogram?) -> Int
   /// The increments completed so far, read while the threads run (not waiting for queued
   /// writes).
   let count: @Sendable () -> Int
@@ -38,9 +38,15 @@ final class LockedCounter: @unchecked Sendable {
   let box = CounterBox()
 }
 
+/// Counts the calls of `body` until `stop` is set.
 @inline(__always)
-func wait(_ called: UInt64, _ entered: UInt64) -> UInt32 {
-  UInt32(clamping: entered &- called)
+func loop(_ stop: StopFlag, _ body: () -> Void) -> Int {
+  var ops = 0
+  while !stop.isSet {
+    body()
+    ops += 1
+  }
+  return ops
 }
 
 // Each body keeps its untimed loop free of clock reads; the timed loop reads the clock
@@ -50,19 +56,16 @@ func makeTrial(_ kind: Kind) -> Trial {
   case .mutex:
     let shared = SharedMutex()
     return Trial(
-      body: { ops, waits in
-        guard let waits else {
-          for _ in 0..<ops { shared.mutex.withLock { $0.a += 1 } }
-          return
-        }
-        for i in 0..<ops {
+      body: { stop, waits in
+        guard let waits else { return loop(stop) { shared.mutex.withLock { $0.a += 1 } } }
+        return loop(stop) {
           let called = now()
           let entered = shared.mutex.withLock { value in
             let entered = now()
             value.a += 1
             return entered
           }
-          waits[i] = wait(called, entered)
+          waits.record(entered &- called)
         }
       },
       count: { shared.mutex.withLock { $0.a } },
@@ -70,22 +73,21 @@ func makeTrial(_ kind: Kind) -> Trial {
   case .nslock:
     let shared = LockedCounter()
     return Trial(
-      body: { ops, waits in
+      body: { stop, waits in
         guard let waits else {
-          for _ in 0..<ops {
+          return loop(stop) {
             shared.lock.lock()
             shared.box.value.a += 1
             shared.lock.unlock()
           }
-          return
         }
-        for i in 0..<ops {
+        return loop(stop) {
           let called = now()
           shared.lock.lock()
           let entered = now()
           shared.box.value.a += 1
           shared.lock.unlock()
-          waits[i] = wait(called, entered)
+          waits.record(entered &- called)
         }
       },
       count: {
@@ -101,19 +103,16 @@ func makeTrial(_ kind: Kind) -> Trial {
   case .withWriter:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
-      body: { ops, waits in
-        guard let waits else {
-          for _ in 0..<ops { box.withWriter { $0.a += 1 } }
-          return
-        }
-        for i in 0..<ops {
+      body: { stop, waits in
+        guard let waits else { return loop(stop) { box.withWriter { $0.a += 1 } } }
+        return loop(stop) {
           let called = now()
           let entered = box.withWriter { value in
             let entered = now()
             value.a += 1
             return entered
           }
-          waits[i] = wait(called, entered)
+          waits.record(entered &- called)
         }
       },
       count: { box.read.a },
@@ -121,14 +120,11 @@ func makeTrial(_ kind: Kind) -> Trial {
   case .tryWrite:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
-      body: { ops, waits in
+      body: { stop, waits in
         guard let waits else {
-          for _ in 0..<ops {
-            while box.tryWrite({ $0.a += 1 }) == nil {}
-          }
-          return
+          return loop(stop) { while box.tryWrite({ $0.a += 1 }) == nil {} }
         }
-        for i in 0..<ops {
+        return loop(stop) {
           let called = now()
           var entered: UInt64?
           while entered == nil {
@@ -138,7 +134,7 @@ func makeTrial(_ kind: Kind) -> Trial {
               return entered
             }
           }
-          waits[i] = wait(called, entered!)
+          waits.record(entered! &- called)
         }
       },
       count: { box.read.a },
@@ -146,9 +142,9 @@ func makeTrial(_ kind: Kind) -> Trial {
   case .writeNext:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
-      body: { ops, _ in
+      body: { stop, _ in
         // Not timed: a queued closure runs later, on whichever thread drains the queue.
-        for _ in 0..<ops { box.writeNext { $0.write.a += 1 } }
+        loop(stop) { box.writeNext { $0.write.a += 1 } }
       },
       count: { box.read.a },  // what the queued writes have done so far
       // withWriter waits its turn behind every write queued before it.

@@ -1,6 +1,6 @@
-// One contended sample: N threads released together from a spin barrier, each making a
-// fixed number of increments of one shared counter. Only the window in which all of them
-// were running is measured: from the last thread's start to the first thread's end.
+// One contended sample: N threads released together from a spin barrier, each incrementing
+// one shared counter until told to stop. Only the window in which all of them were
+// running is measured: from the last thread's start to the first thread's end.
 
 import Dispatch
 import Foundation
@@ -12,6 +12,8 @@ func now() -> UInt64 {
   DispatchTime.now().uptimeNanoseconds
 }
 
+typealias Padding = (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int)
+
 /// A one-shot start line. Threads spin on one atomic word until the last one arrives, so
 /// they leave within the same few hundred nanoseconds; nobody is woken up through the
 /// kernel, as a semaphore or condition would.
@@ -21,14 +23,111 @@ final class StartLine: Sendable {
 
   init(_ count: Int) { self.count = count }
 
+  var isOpen: Bool { arrived.load(ordering: .acquiring) >= count }
+
   func arriveAndWait() {
     if arrived.add(1, ordering: .acquiringAndReleasing).newValue == count { return }
     var spins = 0
-    while arrived.load(ordering: .acquiring) < count {
+    while !isOpen {
       spins &+= 1
       // With more threads than cores, a thread still on its way needs a core to arrive.
       if spins & 0x3FFF == 0 { sched_yield() }
     }
+  }
+}
+
+/// The flag every loop checks once per increment, on cache lines of its own so that the
+/// check is a load from the core's own cache until the flag is set.
+final class StopFlag: Sendable {
+  private let padBefore: Padding = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+  private let flag = Atomic(false)
+  private let padAfter: Padding = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+  @inline(__always)
+  var isSet: Bool { flag.load(ordering: .relaxed) }
+
+  func set() { flag.store(true, ordering: .relaxed) }
+}
+
+/// Waits in ns, counted in buckets of 1/16 of a power of two (at most 6.25% wide), plus
+/// the exact maximum and the exact count above 10 ms. One per thread, merged after a run.
+final class WaitHistogram: @unchecked Sendable {
+  // Unchecked: written only by the thread it was given to while it runs; read and merged
+  // by the main thread after `DispatchGroup.wait()`, which orders those writes.
+  static let bucketCount = 32 + 59 * 16
+  static let overLimit: UInt64 = 10_000_000
+  let counts = UnsafeMutablePointer<Int>.allocate(capacity: bucketCount)
+  var max: UInt64 = 0
+  var overTenMs = 0
+  var total = 0
+
+  init() { counts.initialize(repeating: 0, count: Self.bucketCount) }
+  deinit { counts.deallocate() }
+
+  @inline(__always)
+  static func bucket(_ ns: UInt64) -> Int {
+    if ns < 32 { return Int(ns) }
+    let exponent = 63 - ns.leadingZeroBitCount
+    return 32 + (exponent - 5) * 16 + Int((ns >> (exponent - 4)) & 15)
+  }
+
+  /// The largest value bucket `index` holds.
+  static func upperBound(_ index: Int) -> UInt64 {
+    if index < 32 { return UInt64(index) }
+    let exponent = (index - 32) / 16 + 5
+    return (UInt64(16 + (index - 32) % 16 + 1) << (exponent - 4)) - 1
+  }
+
+  @inline(__always)
+  func record(_ ns: UInt64) {
+    counts[Self.bucket(ns)] += 1
+    if ns > max { max = ns }
+    if ns > Self.overLimit { overTenMs += 1 }
+    total += 1
+  }
+
+  func merge(_ other: WaitHistogram) {
+    for index in 0..<Self.bucketCount { counts[index] += other.counts[index] }
+    max = Swift.max(max, other.max)
+    overTenMs += other.overTenMs
+    total += other.total
+  }
+
+  /// The `q` quantile, rounded up to its bucket's upper bound (the exact max for q = 1).
+  func quantile(_ q: Double) -> UInt64 {
+    if q >= 1 { return max }
+    let rank = Swift.max(1, Int((q * Double(total)).rounded(.up)))
+    var seen = 0
+    for index in 0..<Self.bucketCount {
+      seen += counts[index]
+      if seen >= rank { return Swift.min(Self.upperBound(index), max) }
+    }
+    return max
+  }
+
+  /// Waits below `bound` ns (exact when `bound` is a power of two of at least 32).
+  func count(below bound: UInt64) -> Int {
+    (0..<Self.bucket(bound)).reduce(0) { $0 + counts[$1] }
+  }
+}
+
+/// Per-thread slots written by that thread only.
+final class Slots: @unchecked Sendable {
+  // Unchecked: thread `i` writes only `stamps[2i]`, `stamps[2i+1]` and `ops[i]`, and the
+  // main thread reads them only after `DispatchGroup.wait()`, which orders those writes.
+  let stamps: UnsafeMutableBufferPointer<UInt64>
+  let ops: UnsafeMutableBufferPointer<Int>
+
+  init(threads: Int) {
+    stamps = .allocate(capacity: 2 * threads)
+    stamps.initialize(repeating: 0)
+    ops = .allocate(capacity: threads)
+    ops.initialize(repeating: 0)
+  }
+
+  deinit {
+    stamps.deallocate()
+    ops.deallocate()
   }
 }
 
@@ -60,29 +159,9 @@ final class Window: @unchecked Sendable {
   }
 }
 
-/// Per-thread slots written by that thread only: start and end stamps, and for timed
-/// rows one wait per operation.
-final class Slots: @unchecked Sendable {
-  // Unchecked: thread `i` writes only `stamps[2i]`, `stamps[2i+1]` and `waits[i]`, and the
-  // main thread reads them only after `DispatchGroup.wait()`, which orders those writes.
-  let stamps: UnsafeMutableBufferPointer<UInt64>
-  let waits: [UnsafeMutablePointer<UInt32>]
-
-  init(threads: Int, waitsPerThread: Int) {
-    stamps = .allocate(capacity: 2 * threads)
-    stamps.initialize(repeating: 0)
-    waits = (0..<threads).map { _ in .allocate(capacity: waitsPerThread) }
-  }
-
-  deinit {
-    stamps.deallocate()
-    for buffer in waits { buffer.deallocate() }
-  }
-}
-
 /// What one sample measured.
 struct Sample {
-  /// Calls made, over all threads.
+  /// Increments made, over all threads.
   let ops: Int
   /// Barrier release (first start) to the last thread's end.
   let spanNs: UInt64
@@ -90,60 +169,67 @@ struct Sample {
   /// completed in it; for one thread, the whole run.
   let windowNs: UInt64
   let windowOps: Int
-  /// `windowNs` over `spanNs`.
-  var overlap: Double { Double(windowNs) / Double(max(spanNs, 1)) }
   /// Increments missing from the final value: must be 0.
   let lost: Int
-  /// For timed rows, every operation's wait in ns.
-  let waits: [UInt32]
+  /// For timed rows, every call's wait.
+  let waits: WaitHistogram?
 
+  /// `windowNs` over `spanNs`.
+  var overlap: Double { Double(windowNs) / Double(max(spanNs, 1)) }
   /// Only the window counts: before it and after it fewer threads contend.
   var nsPerOp: Double { Double(windowNs) / Double(max(windowOps, 1)) }
 }
 
-/// Runs one sample of `kind` on `threads` threads of `opsPerThread` increments each.
-func runSample(_ kind: Kind, threads: Int, opsPerThread: Int, timed: Bool) -> Sample {
+/// Runs one sample of `kind` on `threads` threads for about `milliseconds` after they start.
+func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) -> Sample {
   let trial = makeTrial(kind)
   let line = StartLine(threads)
-  let slots = Slots(threads: threads, waitsPerThread: timed ? opsPerThread : 0)
+  let stop = StopFlag()
+  let slots = Slots(threads: threads)
   let window = Window(threads: threads, count: trial.count)
+  let histograms = timed ? (0..<threads).map { _ in WaitHistogram() } : []
   let done = DispatchGroup()
   for index in 0..<threads {
     done.enter()
     let thread = Thread {
-      let waits = timed ? slots.waits[index] : nil
+      let waits = timed ? histograms[index] : nil
       line.arriveAndWait()
       let start = now()
       window.start()
-      trial.body(opsPerThread, waits)
+      let ops = trial.body(stop, waits)
       window.finish()
       let end = now()
       slots.stamps[2 * index] = start
       slots.stamps[2 * index + 1] = end
+      slots.ops[index] = ops
       done.leave()
     }
     thread.stackSize = 1 << 20
     thread.start()
   }
+  while !line.isOpen { usleep(50) }
+  usleep(useconds_t(milliseconds * 1_000))
+  stop.set()
   done.wait()
   let total = trial.total()  // for writeNext, waits behind any write still queued
 
   let starts = stride(from: 0, to: 2 * threads, by: 2).map { slots.stamps[$0] }
   let ends = stride(from: 1, to: 2 * threads, by: 2).map { slots.stamps[$0] }
   let span = ends.max()! - starts.min()!
-  let ops = threads * opsPerThread
+  if debugStamps {
+    let zero = starts.min()!
+    print(kind, threads, zip(starts, ends).map { "\(($0 - zero) / 1000)-\(($1 - zero) / 1000)µs" })
+  }
+  let ops = slots.ops.reduce(0, +)
   // Closed before it opened: the threads never all ran at once.
   let open = window.closed.ns > window.opened.ns
   let windowNs = threads == 1 ? span : open ? window.closed.ns - window.opened.ns : 0
   let windowOps = threads == 1 ? ops : open ? window.closed.ops - window.opened.ops : 0
-  var waits: [UInt32] = []
-  if timed {
-    waits.reserveCapacity(threads * opsPerThread)
-    for buffer in slots.waits {
-      waits.append(contentsOf: UnsafeBufferPointer(start: buffer, count: opsPerThread))
-    }
-  }
+  let merged = histograms.first
+  for other in histograms.dropFirst() { merged!.merge(other) }
   return Sample(
     ops: ops, spanNs: span, windowNs: windowNs, windowOps: windowOps, lost: ops - total,
-    waits: waits)
+    waits: merged)
 }
+
+let debugStamps = getenv("CONTENDED_DEBUG") != nil

@@ -9,12 +9,6 @@ func median(_ values: [Double]) -> Double? {
   return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
-/// The `q` quantile (nearest rank) of an ascending array.
-func quantile(_ sorted: [UInt32], _ q: Double) -> UInt32 {
-  let rank = Int((q * Double(sorted.count)).rounded(.up))
-  return sorted[min(max(rank, 1), sorted.count) - 1]
-}
-
 /// ns/op with three significant digits, as compare.py prints them.
 func formatNs(_ value: Double?) -> String {
   guard let value else { return "" }
@@ -31,28 +25,16 @@ func formatDuration(_ ns: Double) -> String {
   return String(format: "%.2f s", ns / 1e9)
 }
 
-/// Log2 buckets of waits from under 1 µs to over 10 ms: upper bounds in ns.
-let bucketBounds: [UInt32] = (0...13).map { UInt32(1_000 << $0) } + [10_000_000]
-
-func bucketLabel(_ index: Int) -> String {
-  func short(_ ns: UInt32) -> String {
-    ns < 1_000_000
-      ? "\(ns / 1_000) µs" : String(format: "%g ms", (Double(ns) / 1e5).rounded() / 10)
+/// The label of display bucket `index` of `bounds` (upper bounds in ns, the last one
+/// followed by an open bucket).
+func bucketLabel(_ index: Int, _ bounds: [UInt64]) -> String {
+  func short(_ ns: UInt64) -> String {
+    ns >= 10_000_000 && ns % 1_000_000 == 0
+      ? "\(ns / 1_000_000) ms" : ns >= 1 << 20 ? "\(ns >> 20) ms" : "\(ns >> 10) µs"
   }
-  if index == 0 { return "< \(short(bucketBounds[0]))" }
-  if index == bucketBounds.count { return "≥ \(short(bucketBounds.last!))" }
-  return "\(short(bucketBounds[index - 1]))–\(short(bucketBounds[index]))"
-}
-
-/// Counts per bucket of an ascending array of waits.
-func histogram(_ sorted: [UInt32]) -> [Int] {
-  var counts = [Int](repeating: 0, count: bucketBounds.count + 1)
-  var bucket = 0
-  for wait in sorted {
-    while bucket < bucketBounds.count && wait >= bucketBounds[bucket] { bucket += 1 }
-    counts[bucket] += 1
-  }
-  return counts
+  if index == 0 { return "< \(short(bounds[0]))" }
+  if index == bounds.count { return "> \(short(bounds.last!))" }
+  return "\(short(bounds[index - 1]))–\(short(bounds[index]))"
 }
 
 /// Prints a markdown table.

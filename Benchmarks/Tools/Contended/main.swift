@@ -16,9 +16,8 @@ import Foundation
 struct Options {
   var rounds = 5
   var threads = [2, 4, 8]
-  var targetMs = 100.0
-  var minOverlap = 0.25
-  var fixedOps: Int?
+  var sampleMs = 100.0
+  var minOverlap = 0.5
   var strict = false
 }
 
@@ -34,16 +33,15 @@ func parseOptions() -> Options {
     case "--rounds": options.rounds = Int(value(argument)) ?? 0
     case "--threads":
       options.threads = value(argument).split(separator: ",").compactMap { Int($0) }
-    case "--target-ms": options.targetMs = Double(value(argument)) ?? 0
+    case "--sample-ms": options.sampleMs = Double(value(argument)) ?? 0
     case "--min-overlap": options.minOverlap = Double(value(argument)) ?? 2
-    case "--ops": options.fixedOps = Int(value(argument))
     case "--strict": options.strict = true
     case "-h", "--help": usage(nil)
     default: usage("unknown argument \(argument)")
     }
   }
   guard options.rounds >= 1, !options.threads.isEmpty, options.threads.allSatisfy({ $0 >= 2 }),
-    options.targetMs > 0, (0...1).contains(options.minOverlap), (options.fixedOps ?? 1) >= 1
+    options.sampleMs > 0, (0...1).contains(options.minOverlap)
   else { usage("bad value") }
   return options
 }
@@ -52,8 +50,7 @@ func usage(_ problem: String?) -> Never {
   if let problem { FileHandle.standardError.write(Data("Contended: \(problem)\n".utf8)) }
   print(
     """
-    usage: Contended [--rounds 5] [--threads 2,4,8] [--target-ms 100] [--min-overlap 0.25]
-                     [--ops N (per thread; default: sized so a sample takes --target-ms)]
+    usage: Contended [--rounds 5] [--threads 2,4,8] [--sample-ms 100] [--min-overlap 0.5]
                      [--strict (exit 1 unless the run is valid and every goal passes)]
     """)
   exit(problem == nil ? 0 : 2)
@@ -73,12 +70,11 @@ struct Row: Hashable {
 
 /// Samples of one row, over all rounds.
 struct Measured {
-  var opsPerThread = 0
   var valid: [Sample] = []
   var attempts = 0
   var overlaps: [Double] = []
   var lost = 0
-  var waits: [UInt32] = []
+  var waits = WaitHistogram()
 
   var nsPerOp: Double? { median(valid.map(\.nsPerOp)) }
 }
@@ -91,27 +87,6 @@ let rows: [Row] =
   + options.threads.flatMap { n in
     [Kind.withWriter, .nslock].map { Row(kind: $0, threads: n, timed: true) }
   }
-
-/// Increments per thread: 2M per sample (1M for timed rows, which keep every wait), fewer
-/// if that would take longer than `--target-ms` (a convoy makes an increment cost µs).
-/// Probes grow until one takes 20 ms: a short one may finish before the threads collide.
-func sampleSize(_ row: Row) -> Int {
-  if let fixed = options.fixedOps { return fixed }
-  let full = (row.timed ? 1_000_000 : 2_000_000) / row.threads
-  var perThread = max(2_000, 20_000 / row.threads)
-  var sample = runSample(row.kind, threads: row.threads, opsPerThread: perThread, timed: row.timed)
-  while sample.spanNs < 20_000_000 && perThread < full {
-    perThread = min(full, perThread * 4)
-    sample = runSample(row.kind, threads: row.threads, opsPerThread: perThread, timed: row.timed)
-  }
-  return resized(perThread, after: sample, full: full)
-}
-
-/// `perThread` scaled so that a sample like `sample` takes about `--target-ms`, at most `full`.
-func resized(_ perThread: Int, after sample: Sample, full: Int) -> Int {
-  let scale = options.targetMs * 1e6 / Double(max(sample.spanNs, 1))
-  return min(full, max(2_000, Int(Double(perThread) * scale)))
-}
 
 /// A sample is valid if the threads all ran at once for long enough: ns/op counts only
 /// that window, so a shorter one does not bias it, but it must hold enough increments.
@@ -133,7 +108,7 @@ let started = Date()
 let loadBefore = loadAverage()
 let clockNs = clockCost()
 var results: [Row: Measured] = [:]
-for row in rows { results[row] = Measured(opsPerThread: sampleSize(row)) }
+for row in rows { results[row] = Measured() }
 
 // Rounds interleave the rows, each round in a rotated order, so a burst of load from
 // elsewhere lands on different rows in different rounds.
@@ -143,18 +118,13 @@ for round in 0..<options.rounds {
     var measured = results[row]!
     for _ in 0..<maxAttempts {
       let sample = runSample(
-        row.kind, threads: row.threads, opsPerThread: measured.opsPerThread, timed: row.timed)
+        row.kind, threads: row.threads, milliseconds: options.sampleMs, timed: row.timed)
       measured.attempts += 1
       measured.overlaps.append(sample.overlap)
       measured.lost += sample.lost
-      // Slower than sized for (a convoy set in after the probe): smaller from now on.
-      if options.fixedOps == nil && Double(sample.spanNs) > 3e6 * options.targetMs {
-        let full = (row.timed ? 1_000_000 : 2_000_000) / row.threads
-        measured.opsPerThread = resized(measured.opsPerThread, after: sample, full: full)
-      }
       if isValid(sample) {
         measured.valid.append(sample)
-        measured.waits += sample.waits
+        if let waits = sample.waits { measured.waits.merge(waits) }
         break
       }
     }
@@ -196,9 +166,12 @@ print("## Contended\n")
 print(
   "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadBefore) before "
     + "and \(loadAfter) after; \(options.rounds) rounds, interleaved, in "
-    + String(format: "%.0f s", elapsed) + "; ns/op counts only the window in which all "
+    + String(format: "%.0f s", elapsed) + "; every thread runs for "
+    + String(format: "%.0f ms", options.sampleMs)
+    + " after the start; ns/op counts only the window in which all "
     + "threads ran, and a sample is valid if that window is ≥ "
-    + "\(Int(options.minOverlap * 100))% of its span and holds ≥ 1,000 increments; every figure is the median of "
+    + "\(Int(options.minOverlap * 100))% of its span and holds ≥ 1,000 increments; "
+    + "every figure is the median of "
     + "the valid samples, and a row needs \(neededValid). One clock read: "
     + String(format: "%.0f ns", clockNs) + ".\n")
 if !runValid {
@@ -209,7 +182,7 @@ if !runValid {
 
 printTable(
   [
-    "Row", "threads", "ops/sample", "ns/op (median)", "min–max", "M ops/s", "× NSLock",
+    "Row", "threads", "increments/sample", "ns/op (median)", "min–max", "M ops/s", "× NSLock",
     "× Mutex", "overlap (median)", "valid/samples", "lost writes",
   ],
   ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
@@ -225,7 +198,9 @@ printTable(
       return String(format: "%.2f×", ratio)
     }
     return [
-      row.name, "\(row.threads)", "\(measured.opsPerThread * row.threads)", formatNs(ns),
+      row.name, "\(row.threads)",
+      median(measured.valid.map { Double($0.ops) }).map { String(format: "%.2fM", $0 / 1e6) } ?? "",
+      formatNs(ns),
       range.isEmpty ? "" : "\(formatNs(range.min()))–\(formatNs(range.max()))",
       ns.map { String(format: "%.1f", 1e3 / $0) } ?? "", versus(.nslock), versus(.mutex),
       median(measured.overlaps).map { String(format: "%.2f", $0) } ?? "",
@@ -242,37 +217,48 @@ print(
   }.joined(separator: ", ") + (runValid ? ": valid.\n" : ": **INVALID**.\n"))
 
 // Wait histograms: one pass per thread count in which each call reads the clock before
-// calling and first thing inside the critical section (about 20 ns more held time).
+// calling and first thing inside the critical section (one clock read more held time).
 let timedRows = rows.filter(\.timed)
-let sortedWaits = Dictionary(
-  uniqueKeysWithValues: timedRows.map { ($0, results[$0]!.waits.sorted()) })
 let histogramRows = timedRows.filter { $0.kind == .withWriter }
 print("### withWriter: wait from the call to entering the closure\n")
-let counts = histogramRows.map { histogram(sortedWaits[$0]!) }
+let displayBounds: [UInt64] = (10...23).map { 1 << $0 } + [WaitHistogram.overLimit]
+let counts = histogramRows.map { row in
+  let waits = results[row]!.waits
+  var below = displayBounds.dropLast().map { waits.count(below: $0) }
+  below.append(waits.total - waits.overTenMs)
+  return zip(below, [0] + below).map { $0 - $1 } + [waits.overTenMs]
+}
 printTable(
   ["wait"] + histogramRows.map { "\($0.threads) threads" },
   ["---"] + histogramRows.map { _ in "---:" },
-  (0...bucketBounds.count).compactMap { bucket in
+  (0...displayBounds.count).compactMap { bucket in
     guard counts.contains(where: { $0[bucket] > 0 }) else { return nil }
-    return [bucketLabel(bucket)]
+    return [bucketLabel(bucket, displayBounds)]
       + zip(histogramRows, counts).map { row, count in
-        let all = max(sortedWaits[row]!.count, 1)
-        return
-          "\(count[bucket]) (\(String(format: "%.3g", 100 * Double(count[bucket]) / Double(all)))%)"
+        let all = max(results[row]!.waits.total, 1)
+        let percent = String(format: "%.3g", 100 * Double(count[bucket]) / Double(all))
+        return "\(count[bucket]) (\(percent)%)"
       }
   })
-print()
+print(
+  "\nBuckets are powers of two of ns (1 µs = 1,024 ns, 8 ms = 8,389 µs here), and the last "
+    + "two split at exactly 10 ms.\n")
 printTable(
-  ["timed row", "threads", "calls", "ns/op", "p50", "p99", "p99.9", "max"],
-  ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
+  ["timed row", "threads", "calls", "ns/op", "p50", "p99", "p99.9", "max", "valid/samples"],
+  ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
   timedRows.map { row in
-    let waits = sortedWaits[row]!
-    guard !waits.isEmpty else { return [row.name, "\(row.threads)", "0", "", "", "", "", ""] }
+    let measured = results[row]!
+    let tail = ["\(measured.valid.count)/\(measured.attempts)"]
+    guard measured.waits.total > 0 else {
+      return [row.kind.rawValue, "\(row.threads)", "0", "", "", "", "", ""] + tail
+    }
     return [
-      row.kind.rawValue, "\(row.threads)", "\(waits.count)", formatNs(results[row]!.nsPerOp),
-    ] + [0.5, 0.99, 0.999, 1.0].map { formatDuration(Double(quantile(waits, $0))) }
+      row.kind.rawValue, "\(row.threads)", "\(measured.waits.total)", formatNs(measured.nsPerOp),
+    ] + [0.5, 0.99, 0.999, 1.0].map { formatDuration(Double(measured.waits.quantile($0))) } + tail
   })
-print()
+print(
+  "\nPercentiles are rounded up to the edge of their bucket (at most 6.25% wide); max is exact.\n"
+)
 
 // MARK: Goals (issue 16, contended part)
 
@@ -295,11 +281,9 @@ for n in options.threads {
         ratio.map { String(format: "%.2f×", $0) } ?? "no valid samples", (ratio ?? 0) >= 1, stretch
       ))
   }
-  let waits = sortedWaits[Row(kind: .withWriter, threads: n, timed: true)] ?? []
-  let enough =
-    (results[Row(kind: .withWriter, threads: n, timed: true)]?.valid.count ?? 0)
-    >= neededValid
-  let p999 = waits.isEmpty ? nil : quantile(waits, 0.999)
+  let timed = results[Row(kind: .withWriter, threads: n, timed: true)]
+  let enough = (timed?.valid.count ?? 0) >= neededValid
+  let p999 = timed.flatMap { $0.waits.total > 0 ? $0.waits.quantile(0.999) : nil }
   goals.append(
     (
       "withWriter p99.9 wait ≤ 10 ms", "\(n)", p999.map { formatDuration(Double($0)) } ?? "n/a",

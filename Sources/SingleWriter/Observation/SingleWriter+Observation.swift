@@ -180,7 +180,8 @@ extension SingleWriter {
     if hub.notifier == nil {
       hub.installNotifier {
         ObservationTracker(subject: self, keyPath: \.trackedRead)
-      } markObserved: {}
+      } markObserved: {
+      }
       updateObserved(hub)
     }
     return unsafeDowncast(

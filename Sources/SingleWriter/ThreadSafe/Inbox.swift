@@ -1,60 +1,69 @@
 import SingleWriterAtomics
 
-/// Where writes that find the checkout busy are published: a lock-free stack, pushed
-/// with one compare-and-exchange by any thread, and emptied whole by the checkout holder,
-/// which reverses each batch into arrival order and runs it while its cache is hot
-/// (flat combining). An enqueue takes no lock, so it never waits for the holder.
-///
-/// Taking the whole stack at once is what keeps it free of the ABA problem: the holder
-/// never pops a single node that another thread may have freed and reused.
+/// Where writes that find the checkout busy are published (flat combining): enqueuers
+/// append under a lock held for one append, and the checkout holder takes everything at
+/// once, by swapping buffers, then runs the batch with no lock while its cache is hot.
+/// The holder takes the lock once per batch, never per write, and in steady state
+/// nothing is allocated: the two buffers trade places and keep their capacity.
 @usableFromInline
 struct Inbox<Element> {
-  @usableFromInline let head: UnsafeMutablePointer<sw_atomic_uptr>
+  /// 1 while `entries` is not empty, so the holder checks without the lock.
+  @usableFromInline let flag: UnsafeMutablePointer<sw_atomic_uptr>
+  @usableFromInline let lock: UnsafeMutablePointer<sw_mutex>
+  /// Touched only under `lock`.
+  @usableFromInline let entries: UnsafeMutablePointer<FIFO<Element>>
 
-  @inlinable init(_ head: UnsafeMutablePointer<sw_atomic_uptr>) { self.head = head }
-
-  @usableFromInline
-  final class Node {
-    @usableFromInline let element: Element
-    /// The node pushed before this one, as a retained opaque pointer, or 0.
-    @usableFromInline @exclusivity(unchecked) var next: UInt = 0
-    @inlinable init(_ element: Element) { self.element = element }
+  @inlinable init(flag: UnsafeMutablePointer<sw_atomic_uptr>, lock: UnsafeMutablePointer<sw_mutex>) {
+    self.flag = flag
+    self.lock = lock
+    entries = .allocate(capacity: 1)
+    entries.initialize(to: FIFO())
   }
 
-  /// Publishes `element`. Release ordering: whoever takes it sees it whole.
+  /// Frees the buffer and what is still in it; only when no thread can push any more.
+  @inlinable func deallocate() {
+    entries.deinitialize(count: 1)
+    entries.deallocate()
+  }
+
+  /// Spins briefly before sleeping: the lock is held for an append or a swap.
+  @inlinable func acquire() {
+    if sw_mutex_trylock(lock) { return }
+    for _ in 0..<64 {
+      sw_yield_cpu()
+      if sw_mutex_trylock(lock) { return }
+    }
+    sw_mutex_lock(lock)
+  }
+
+  /// Publishes `element`; whoever takes the batch sees it whole.
   @inlinable func push(_ element: Element) {
-    let node = Node(element)
-    let address = UInt(bitPattern: Unmanaged.passRetained(node).toOpaque())
-    var seen = sw_uptr_load(head)
-    repeat { node.next = seen } while !sw_uptr_cas(head, &seen, address)
+    acquire()
+    entries.pointee.append(element)
+    sw_uptr_store(flag, 1)
+    sw_mutex_unlock(lock)
   }
 
-  @inlinable var isEmpty: Bool { sw_uptr_load_acquire(head) == 0 }
+  @inlinable var isEmpty: Bool { sw_uptr_load_acquire(flag) == 0 }
 
-  /// Empties the stack and appends its elements to `queue` in the order they were pushed.
+  /// Moves every entry to the back of `queue`, in the order they were pushed.
   @inlinable func takeAll(into queue: inout FIFO<Element>) {
-    var address = sw_uptr_exchange(head, 0)
-    guard address != 0 else { return }
-    // Reverse the chain (newest first) into oldest first, then hand over each element.
-    var reversed: UInt = 0
-    while address != 0 {
-      let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
-      let next = node._withUnsafeGuaranteedRef { $0.next }
-      node._withUnsafeGuaranteedRef { $0.next = reversed }
-      reversed = address
-      address = next
+    guard !isEmpty else { return }
+    acquire()
+    if queue.isEmpty {
+      swap(&queue, &entries.pointee)
+    } else {
+      while let entry = entries.pointee.popFirst() { queue.append(entry) }
     }
-    while reversed != 0 {
-      let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: reversed)!)
-        .takeRetainedValue()
-      reversed = node.next
-      queue.append(node.element)
-    }
+    sw_uptr_store(flag, 0)
+    sw_mutex_unlock(lock)
   }
 
-  /// Frees what is still in the stack; only when no thread can push any more.
-  @inlinable func drop() {
-    var queue = FIFO<Element>()
-    takeAll(into: &queue)
+  /// Calls `body` on each entry under the lock; for counting in tests.
+  @inlinable func forEach(_ body: (Element) -> Void) {
+    acquire()
+    defer { sw_mutex_unlock(lock) }
+    let fifo = entries.pointee
+    for index in fifo.head..<fifo.storage.count { if let entry = fifo.storage[index] { body(entry) } }
   }
 }

@@ -59,12 +59,14 @@ public final class ThreadSafeSingleWriter<Value> {
     case task(TaskWaiter)
   }
 
-  @inlinable var inbox: Inbox<Pending> { Inbox(lock.inbox) }
+  /// Writes that found the checkout busy, until the holder takes them.
+  @usableFromInline let inbox: Inbox<Pending>
 
   /// Wraps `value` so that only one place at a time, on any thread, can write it.
   @inlinable
   public init(value: Value) {
     lock = WriterLock()
+    inbox = Inbox(flag: lock.inbox, lock: lock.inboxLock)
     storage = .allocate(capacity: 1)
     storage.initialize(to: value)
     finishCheckout = { $0.finishCheckoutNow() }
@@ -74,7 +76,7 @@ public final class ThreadSafeSingleWriter<Value> {
   deinit {
     // Nothing can be queued now: a queued write or waiter would hold the checkout's
     // holder back, and every holder keeps this container alive.
-    inbox.drop()
+    inbox.deallocate()
     spare = nil
     hub.close()  // ends every `changes()` consumer
     storage.deinitialize(count: 1)
@@ -193,14 +195,7 @@ public final class ThreadSafeSingleWriter<Value> {
       return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
     }
     var count = pending.storage[pending.head...].count { $0.map(counts) ?? false }
-    var address = sw_uptr_load_acquire(lock.inbox)
-    while address != 0 {
-      let node = Unmanaged<Inbox<Pending>.Node>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
-      node._withUnsafeGuaranteedRef {
-        if counts($0.element) { count += 1 }
-        address = $0.next
-      }
-    }
+    inbox.forEach { if counts($0) { count += 1 } }
     return count
   }
 

@@ -25,6 +25,7 @@ struct WriterLock {
     sw_ts_park_sequence(sync)
   }
   @inlinable var inbox: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_inbox(sync) }
+  @inlinable var inboxLock: UnsafeMutablePointer<sw_mutex> { sw_ts_inbox_lock(sync) }
   @inlinable var checkoutThread: UnsafeMutablePointer<sw_atomic_uptr> {
     sw_ts_checkout_thread(sync)
   }

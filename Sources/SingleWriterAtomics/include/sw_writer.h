@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sw_atomics.h"
+#include "sw_wait.h"
 
 /// One optimistic read of a value that has no references to count (a "POD" type), for a
 /// seqlock: the writer makes `sequence` odd for the length of each write. The copy may
@@ -71,8 +72,10 @@ typedef struct {
   sw_atomic_u32 sequence;
   /// Bumped, then woken, when a checkout ends while a `withWriter` is parked.
   sw_atomic_u32 park_sequence;
-  /// The newest pending write: a lock-free stack that the checkout holder empties.
+  /// 1 while writes wait in the container's inbox, set and cleared under `inbox_lock`.
   sw_atomic_uptr inbox;
+  /// Guards the container's inbox: held for one append, or one swap by the holder.
+  sw_mutex inbox_lock;
   /// The thread holding the checkout, or 0; only for catching self-deadlock.
   sw_atomic_uptr checkout_thread;
   /// The thread inside a write access, or 0; only for catching self-deadlock.
@@ -88,6 +91,7 @@ static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
 static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
 static inline sw_atomic_uptr *sw_ts_inbox(sw_ts_sync *s) { return &s->inbox; }
+static inline sw_mutex *sw_ts_inbox_lock(sw_ts_sync *s) { return &s->inbox_lock; }
 static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
 static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }
 static inline sw_atomic_uptr *sw_ts_serving_thread(sw_ts_sync *s) { return &s->serving_thread; }
