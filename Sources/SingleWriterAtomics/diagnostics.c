@@ -6,6 +6,7 @@
 
 #include "SingleWriterAtomics.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,18 @@ void sw_print_error(const char *message) {
 }
 
 #if !defined(_WIN32)
-/// A function of the running process by name, or null: no link dependency on it.
-static void *sw_symbol(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+/// A function of the running process by name, or null: no link dependency on it. Looked
+/// up once per `slot` (0: not yet, 1: missing, else the address); threads that race on
+/// the first look-up find the same answer.
+static void *sw_symbol(_Atomic(uintptr_t) *slot, const char *name) {
+  uintptr_t found = atomic_load_explicit(slot, memory_order_acquire);
+  if (found == 0) {
+    void *address = dlsym(RTLD_DEFAULT, name);
+    found = address ? (uintptr_t)address : 1;
+    atomic_store_explicit(slot, found, memory_order_release);
+  }
+  return found == 1 ? NULL : (void *)found;
+}
 #endif
 
 // MARK: - Thread names
@@ -84,7 +95,8 @@ int sw_current_thread_name(char *buffer, size_t capacity) {
   // Linux keeps 15 bytes: a name that fills them may have been cut, and is marked so.
   // pthread_getname_np is looked up, as musl added it only in 1.2.3.
   typedef int (*get_name)(pthread_t, char *, size_t);
-  get_name get = (get_name)sw_symbol("pthread_getname_np");
+  static _Atomic(uintptr_t) slot;
+  get_name get = (get_name)sw_symbol(&slot, "pthread_getname_np");
   char name[64] = {0};
   if (!get || get(pthread_self(), name, sizeof name) != 0 || !name[0]) {
     return SW_THREAD_NAME_NONE;
@@ -113,13 +125,9 @@ bool sw_is_main_thread(void) {
   // The main thread's kernel id is the process id. gettid is looked up: glibc added it
   // in 2.30, and calling the system call directly would bring in `syscall`.
   typedef pid_t (*get_tid)(void);
-  static get_tid cached;
-  static bool looked_up;
-  if (!looked_up) {  // benign race: every thread finds the same function
-    cached = (get_tid)sw_symbol("gettid");
-    looked_up = true;
-  }
-  return cached && cached() == getpid();
+  static _Atomic(uintptr_t) slot;
+  get_tid get = (get_tid)sw_symbol(&slot, "gettid");
+  return get && get() == getpid();
 #else
   return false;
 #endif
@@ -139,7 +147,8 @@ int sw_backtrace(void **frames, int capacity) {
 #else
   // glibc has backtrace in libc; musl has none, and the stack is then left out.
   typedef int (*walk)(void **, int);
-  walk backtrace_function = (walk)sw_symbol("backtrace");
+  static _Atomic(uintptr_t) slot;
+  walk backtrace_function = (walk)sw_symbol(&slot, "backtrace");
   if (!backtrace_function) return 0;
   count = backtrace_function(all, wanted);
 #endif
@@ -188,12 +197,8 @@ void sw_describe_address(const void *address, char *buffer, size_t capacity) {
     return;
   }
   typedef char *(*demangle)(const char *, size_t, char *, size_t *, uint32_t);
-  static demangle swift_demangle;
-  static bool looked_up;
-  if (!looked_up) {  // benign race: every thread finds the same function
-    swift_demangle = (demangle)sw_symbol("swift_demangle");
-    looked_up = true;
-  }
+  static _Atomic(uintptr_t) slot;
+  demangle swift_demangle = (demangle)sw_symbol(&slot, "swift_demangle");
   char *readable = swift_demangle
                        ? swift_demangle(info.dli_sname, strlen(info.dli_sname), NULL, NULL, 0)
                        : NULL;

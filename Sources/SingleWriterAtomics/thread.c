@@ -29,9 +29,8 @@ void sw_yield_thread(void) {
 
 uint64_t sw_monotonic_ns(void) {
 #if defined(_WIN32)
-  static LARGE_INTEGER frequency;  // racy first read is benign: every thread writes the same
-  if (frequency.QuadPart == 0) QueryPerformanceFrequency(&frequency);
-  LARGE_INTEGER now;
+  LARGE_INTEGER frequency, now;  // the frequency is fixed at boot and cheap to read
+  QueryPerformanceFrequency(&frequency);
   QueryPerformanceCounter(&now);
   uint64_t ticks = (uint64_t)now.QuadPart, hz = (uint64_t)frequency.QuadPart;
   return ticks / hz * 1000000000u + ticks % hz * 1000000000u / hz;

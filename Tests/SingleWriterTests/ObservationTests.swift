@@ -7,6 +7,7 @@ import Testing
 
 /// Registers `read` with the Observation module and, each time it fires, counts and
 /// registers again: one count per notification, for as long as the test runs.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 func trackForever(_ fired: Counter, _ read: @escaping @Sendable () -> Void) {
   withObservationTracking(read) {
     fired.add(1)
@@ -21,6 +22,7 @@ struct Profile: Equatable, Sendable {
 
 /// `trackedRead` on both containers: one notification per checkout that wrote.
 @Suite struct ObservationTrackingTests {
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func threadSafeTrackingFiresOncePerChangingCheckout() {
     let box = ThreadSafeSingleWriter(value: 0)
     let fired = Counter()
@@ -44,6 +46,7 @@ struct Profile: Equatable, Sendable {
     #expect(box.read == 6)
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func plainTrackingFiresOncePerChangingCheckout() {
     let box = SingleWriter(value: 0)
     nonisolated(unsafe) let unsafeBox = box  // the closure runs on this thread only
@@ -69,6 +72,7 @@ struct Profile: Equatable, Sendable {
     #expect(fired.load() == 5)
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func plainReadRegistersNothing() {
     let box = SingleWriter(value: 0)
     nonisolated(unsafe) let unsafeBox = box
@@ -83,6 +87,7 @@ struct Profile: Equatable, Sendable {
     #expect(!box.isObserved, "nobody observes: writes publish nothing")
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func aTrackingConsumerThatWritesBackConverges() {
     let box = ThreadSafeSingleWriter(value: 0)
     let fired = Counter()
@@ -102,6 +107,16 @@ struct Profile: Equatable, Sendable {
     #expect(fired.load() == 2, "the write, then the clamp; nothing after")
   }
 
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, *)
+  @Test func anObservationsSequenceFollowsChangingCheckouts() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    var values = Observations { box.trackedRead }.makeAsyncIterator()
+    #expect(await values.next() == 0)
+    box.tryWrite { $0 = 5 }
+    #expect(await values.next() == 5)
+  }
+
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func trackingThatOutlivesItsContainerNeverFires() {
     let fired = Counter()
     weak var weakBox: ThreadSafeSingleWriter<Int>?
@@ -287,7 +302,9 @@ struct Profile: Equatable, Sendable {
     )
     #expect(wakes >= 1)
     #expect(wakes <= batches)
-    #expect(deliveries.load() <= batches + 1)
+    // Woken at a batch's first checkout, it may find the batch's end waiting after its
+    // 2 ms of work and take it without sleeping: two values a batch, never the backlog.
+    #expect(deliveries.load() <= 2 * batches + 1)
   }
 }
 

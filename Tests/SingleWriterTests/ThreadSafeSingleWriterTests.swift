@@ -692,6 +692,24 @@ func waitUntil(_ condition: () -> Bool) async {
     await waitUntil { box.writer != nil }
   }
 
+  @Test func awaitWriteBehindThisTasksOwnCheckoutWarns() async throws {
+    let result = try await #require(
+      processExitsWith: .success, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      let held = Locked<ThreadSafeWriterProxy<Int>?>(try await box.checkout())
+      // Another thread lets go after the warning is due, so the wait does end.
+      Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: 1.5)
+        held.withLock { $0 = nil }
+      }
+      try await box.write { $0 += 1 }
+      precondition(box.read == 1)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("same task holds through a proxy from `checkout()`"))
+  }
+
   @Test func aCancelledCheckoutThrowsWithoutCheckingOut() async {
     let box = ThreadSafeSingleWriter(value: 0)
     let held = Locked(box.writer)

@@ -163,8 +163,9 @@ final class Window: @unchecked Sendable {
 struct Sample {
   /// Increments made, over all threads.
   let ops: Int
-  /// Barrier release (first start) to the last thread's end.
-  let spanNs: UInt64
+  /// Barrier release (first start) to the first thread's end, which comes soon after the
+  /// stop; later ends only wind down (a `writeNext` drainer empties its backlog).
+  let runNs: UInt64
   /// The time in which all threads ran (last start to first end) and the increments
   /// completed in it; for one thread, the whole run.
   let windowNs: UInt64
@@ -174,8 +175,8 @@ struct Sample {
   /// For timed rows, every call's wait.
   let waits: WaitHistogram?
 
-  /// `windowNs` over `spanNs`.
-  var overlap: Double { Double(windowNs) / Double(max(spanNs, 1)) }
+  /// `windowNs` over `runNs`: below 1 by the time the last thread took to start.
+  var overlap: Double { Double(windowNs) / Double(max(runNs, 1)) }
   /// Only the window counts: before it and after it fewer threads contend.
   var nsPerOp: Double { Double(windowNs) / Double(max(windowOps, 1)) }
 }
@@ -215,7 +216,7 @@ func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) ->
 
   let starts = stride(from: 0, to: 2 * threads, by: 2).map { slots.stamps[$0] }
   let ends = stride(from: 1, to: 2 * threads, by: 2).map { slots.stamps[$0] }
-  let span = ends.max()! - starts.min()!
+  let run = ends.min()! - starts.min()!
   if debugStamps {
     let zero = starts.min()!
     print(kind, threads, zip(starts, ends).map { "\(($0 - zero) / 1000)-\(($1 - zero) / 1000)µs" })
@@ -223,12 +224,12 @@ func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) ->
   let ops = slots.ops.reduce(0, +)
   // Closed before it opened: the threads never all ran at once.
   let open = window.closed.ns > window.opened.ns
-  let windowNs = threads == 1 ? span : open ? window.closed.ns - window.opened.ns : 0
+  let windowNs = threads == 1 ? run : open ? window.closed.ns - window.opened.ns : 0
   let windowOps = threads == 1 ? ops : open ? window.closed.ops - window.opened.ops : 0
   let merged = histograms.first
   for other in histograms.dropFirst() { merged!.merge(other) }
   return Sample(
-    ops: ops, spanNs: span, windowNs: windowNs, windowOps: windowOps, lost: ops - total,
+    ops: ops, runNs: run, windowNs: windowNs, windowOps: windowOps, lost: ops - total,
     waits: merged)
 }
 

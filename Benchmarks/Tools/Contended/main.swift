@@ -7,7 +7,7 @@
 // Every sample starts all threads from one spin barrier. Only the window in which all of
 // them were inside their loops counts: ns/op is its length over the increments made in
 // it, and a sample is valid only if that window is at least `--min-overlap` of the time
-// from the first start to the last end.
+// from the first start to the first end (threads run until a stop flag, --sample-ms).
 // A run is valid only if Mutex contended is slower than Mutex alone: if it is not, the
 // threads took turns on one core instead of contending. See Benchmarks/README.md.
 
@@ -170,7 +170,7 @@ print(
     + String(format: "%.0f ms", options.sampleMs)
     + " after the start; ns/op counts only the window in which all "
     + "threads ran, and a sample is valid if that window is ≥ "
-    + "\(Int(options.minOverlap * 100))% of its span and holds ≥ 1,000 increments; "
+    + "\(Int(options.minOverlap * 100))% of the time from the first start to the first end and holds ≥ 1,000 increments; "
     + "every figure is the median of "
     + "the valid samples, and a row needs \(neededValid). One clock read: "
     + String(format: "%.0f ns", clockNs) + ".\n")

@@ -28,7 +28,7 @@ final class ChangeHub: @unchecked Sendable {
   /// How many times a sleeper was resumed by a publication; for tests.
   var wakeCount = 0
   /// Observation-module tracking, once a tracked read has happened; see `tracked`.
-  @exclusivity(unchecked) var notifier: (any ChangeNotifier)?
+  @usableFromInline @exclusivity(unchecked) var notifier: (any ChangeNotifier)?
 
   /// A consumer sleeps in `sleepers`.
   @inlinable static var waiting: UInt32 { 1 }
@@ -61,6 +61,16 @@ final class ChangeHub: @unchecked Sendable {
   /// sleeps or the Observation module tracks the container.
   @inlinable func publish() {
     let old = sw_fetch_add(word, Self.versionStep)
+    if old & (Self.waiting | Self.tracked) != 0 { publishSlow(old) }
+  }
+
+  /// `publish` for a hub whose word only one isolation domain changes: a ``SingleWriter``'s,
+  /// whose consumers iterate where the container lives (its stream is not `Sendable`).
+  /// A load and a store instead of a read-modify-write; only cancellation runs elsewhere,
+  /// and it touches `sleepers` under `mutex`, never `word`.
+  @inlinable func publishConfined() {
+    let old = sw_load_relaxed(word)
+    sw_store_release(word, old &+ Self.versionStep)
     if old & (Self.waiting | Self.tracked) != 0 { publishSlow(old) }
   }
 
@@ -146,7 +156,8 @@ final class ChangeHub: @unchecked Sendable {
   /// Installs `make()`'s notifier on the first call: runs `markObserved`, so the
   /// container's writes mark themselves dirty, and only then sets `tracked`, so no
   /// tracked read can happen before its container publishes.
-  func installNotifier(_ make: () -> any ChangeNotifier, markObserved: () -> Void) {
+  @usableFromInline func installNotifier(_ make: () -> any ChangeNotifier, markObserved: () -> Void)
+  {
     withLock {
       guard notifier == nil else { return }
       notifier = make()

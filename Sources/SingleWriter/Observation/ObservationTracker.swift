@@ -6,6 +6,7 @@ import Observation
 /// Reached only through ``ChangeHub``'s `notifier`, so no container stores a property of
 /// this availability-gated type.
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+@usableFromInline
 final class ObservationTracker<Subject: Observable & AnyObject, Member>: ChangeNotifier,
   @unchecked Sendable
 {
@@ -13,8 +14,8 @@ final class ObservationTracker<Subject: Observable & AnyObject, Member>: ChangeN
   // touched only by `notifyChange`, which runs where the subject's checkouts end: on
   // its own thread for a SingleWriter, on any thread for a ThreadSafeSingleWriter,
   // which is Sendable whenever it can be observed.
-  let registrar = ObservationRegistrar()
-  let keyPath: KeyPath<Subject, Member>
+  @usableFromInline let registrar = ObservationRegistrar()
+  @usableFromInline let keyPath: KeyPath<Subject, Member>
   /// Unretained: the subject owns the hub that owns this tracker, and only the living
   /// subject publishes.
   unowned(unsafe) let subject: Subject
@@ -25,12 +26,12 @@ final class ObservationTracker<Subject: Observable & AnyObject, Member>: ChangeN
   }
 
   /// Registers a tracked read of `subject`.
-  func access(_ subject: Subject) {
+  @inlinable func access(_ subject: Subject) {
     registrar.access(subject, keyPath: keyPath)
   }
 
   /// One changing checkout has ended: both halves of a mutation, after the fact.
-  func notifyChange() {
+  @usableFromInline func notifyChange() {
     registrar.willSet(subject, keyPath: keyPath)
     registrar.didSet(subject, keyPath: keyPath)
   }

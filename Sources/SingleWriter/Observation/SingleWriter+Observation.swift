@@ -18,7 +18,10 @@ extension SingleWriter {
   func publishIfDirty() {
     guard isDirty else { return }
     isDirty = false
-    hub.unsafelyUnwrapped.publish()
+    // Guaranteed, not retained: the container owns the hub and outlives this call.
+    Unmanaged.passUnretained(hub.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+      $0.publishConfined()
+    }
   }
 
   /// Turns publishing on or off to match the observers. Writes made before the first
@@ -169,23 +172,29 @@ extension SingleWriter {
   /// Observers are told once per checkout, at its end, never per write through a held
   /// proxy, and never for a checkout that only read. The first tracked read makes the
   /// container observed for good. ``read`` registers nothing and stays a plain load.
+  @inlinable
   public var trackedRead: Value {
     tracker.access(self)
     return read
   }
 
   /// The container's tracker, installed by the first tracked read.
+  @inlinable
   var tracker: ObservationTracker<SingleWriter<Value>, Value> {
-    let hub = observationHub
-    if hub.notifier == nil {
-      hub.installNotifier {
-        ObservationTracker(subject: self, keyPath: \.trackedRead)
-      } markObserved: {
-      }
-      updateObserved(hub)
-    }
+    if hub?.notifier == nil { installTracker() }
     return unsafeDowncast(
-      hub.notifier.unsafelyUnwrapped as AnyObject,
+      hub.unsafelyUnwrapped.notifier.unsafelyUnwrapped as AnyObject,
       to: ObservationTracker<SingleWriter<Value>, Value>.self)
+  }
+
+  /// Installs the tracker on the first tracked read.
+  @usableFromInline
+  func installTracker() {
+    let hub = observationHub
+    hub.installNotifier {
+      ObservationTracker(subject: self, keyPath: \.trackedRead)
+    } markObserved: {
+    }
+    updateObserved(hub)
   }
 }

@@ -182,22 +182,28 @@ extension ThreadSafeSingleWriter {
   /// proxy, and never for a checkout that only read. The first tracked read makes the
   /// container observed for good: each checkout end then costs a version bump and a
   /// notification. ``read`` registers nothing and stays as cheap as before.
+  @inlinable
   public var trackedRead: Value {
     tracker.access(self)
     return read
   }
 
   /// The container's tracker, installed by the first tracked read.
+  @inlinable
   var tracker: ObservationTracker<ThreadSafeSingleWriter<Value>, Value> {
-    if sw_load_acquire(hub.word) & ChangeHub.tracked == 0 {
-      hub.installNotifier {
-        ObservationTracker(subject: self, keyPath: \.trackedRead)
-      } markObserved: {
-        sw_fetch_or(lock.state, WriterState.observed)
-      }
-    }
+    if sw_load_acquire(hub.word) & ChangeHub.tracked == 0 { installTracker() }
     return unsafeDowncast(
       hub.notifier.unsafelyUnwrapped as AnyObject,
       to: ObservationTracker<ThreadSafeSingleWriter<Value>, Value>.self)
+  }
+
+  /// Installs the tracker on the first tracked read, from any number of threads at once.
+  @usableFromInline
+  func installTracker() {
+    hub.installNotifier {
+      ObservationTracker(subject: self, keyPath: \.trackedRead)
+    } markObserved: {
+      sw_fetch_or(lock.state, WriterState.observed)
+    }
   }
 }
