@@ -36,15 +36,28 @@ struct Inbox<Element> {
     sw_mutex_lock(lock)
   }
 
-  /// Publishes `element`; whoever takes the batch sees it whole.
-  @inlinable func push(_ element: Element) {
+  /// Publishes `element`; whoever takes the batch sees it whole. Returns `true` if the
+  /// inbox was empty: only then must the caller make sure someone will take it. An
+  /// entry pushed behind others is taken with them, by whoever takes them.
+  @inlinable func push(_ element: Element) -> Bool {
     acquire()
     entries.pointee.append(element)
-    sw_uptr_store(flag, 1)
+    let first = sw_uptr_load(flag) == 0
+    if first { sw_uptr_store(flag, 1) }
     sw_mutex_unlock(lock)
+    return first
   }
 
+  /// A hint, without the lock: an entry pushed just now may not be seen yet.
   @inlinable var isEmpty: Bool { sw_uptr_load_acquire(flag) == 0 }
+
+  /// Exact, under the lock, and ordered with every push by it: if a push came first this
+  /// sees it, and if not, that push's caller sees everything this thread did before.
+  @inlinable var isEmptyLocked: Bool {
+    acquire()
+    defer { sw_mutex_unlock(lock) }
+    return sw_uptr_load(flag) == 0
+  }
 
   /// Moves every entry to the back of `queue`, in the order they were pushed.
   @inlinable func takeAll(into queue: inout FIFO<Element>) {

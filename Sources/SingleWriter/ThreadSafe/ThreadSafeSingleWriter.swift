@@ -136,7 +136,9 @@ public final class ThreadSafeSingleWriter<Value> {
   /// ```
   @inlinable
   public func writeNext(_ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void) {
-    guard lock.tryCheckout(as: scoped(sw_current_thread())) else {
+    // Writes already wait: go behind them without touching the state word, which the
+    // holder is busy with.
+    guard inbox.isEmpty, lock.tryCheckout(as: scoped(sw_current_thread())) else {
       return enqueue(.write(body))
     }
     if lend(body) { endLentCheckout() }
@@ -202,12 +204,18 @@ public final class ThreadSafeSingleWriter<Value> {
   /// Queues `entry` behind the checkout. If the checkout turned out to be free, takes
   /// it and runs the queue here, so nothing is ever stranded.
   ///
-  /// The push comes before the `queued` bit, so a holder that sees the bit finds the
-  /// entry. A holder that ends its checkout between the two is seen here: the bit then
-  /// lands on a free writer, and this thread takes over.
+  /// Only the entry that makes the inbox non-empty touches the state word: later ones are
+  /// taken with it. That one sets `queued` after its push, so a holder that sees the bit
+  /// finds the entry; a holder that ends its checkout first is seen here, and this thread
+  /// takes over. If `queued` is already set, the holder's release checks the inbox under
+  /// its lock (`releaseOrTakeBack`), which orders it after this push.
   @inlinable
   func enqueue(_ entry: Pending) {
-    inbox.push(entry)
+    guard inbox.push(entry) else { return }
+    let s = sw_load_acquire(lock.state)
+    if s & (WriterState.writer | WriterState.queued) == WriterState.writer | WriterState.queued {
+      return
+    }
     let old = sw_fetch_or(lock.state, WriterState.queued)
     if old & WriterState.writer == 0 { takeOverQueue() }
   }
@@ -327,7 +335,7 @@ public final class ThreadSafeSingleWriter<Value> {
   @inlinable
   func releaseOrTakeBack() -> Bool {
     lock.release()
-    guard !inbox.isEmpty else { return false }
+    guard !inbox.isEmptyLocked else { return false }
     var s = sw_fetch_or(lock.state, WriterState.queued) | WriterState.queued
     while s & WriterState.writer == 0 {
       if sw_cas(lock.state, &s, s | WriterState.writer) { return true }

@@ -1,0 +1,106 @@
+import Dispatch
+import Foundation
+import SingleWriterAtomics
+import Testing
+
+/// The C platform layer's promises that the Swift code builds on. The suite runs plain,
+/// with `-Xcc -DSINGLEWRITER_PORTABLE_WAIT` (the parking lot that Apple OSes before
+/// `os_sync` get) and with `-Xcc -DSINGLEWRITER_CHAOS`.
+@Suite struct PlatformLayerTests {
+  /// A word at a stable address, as the waits need.
+  final class Word: @unchecked Sendable {
+    // Sendable: the pointee is a C11 atomic, only touched through the sw_ functions.
+    let pointer = UnsafeMutablePointer<sw_atomic_u32>.allocate(capacity: 1)
+    init() { pointer.initialize(to: sw_atomic_u32()) }
+    deinit { pointer.deallocate() }
+  }
+
+  @Test func threadIDsAreNonZeroDistinctStableAndLeaveTheLowBitFree() async {
+    let here = sw_current_thread()
+    #expect(here != 0)
+    #expect(here & 1 == 0)
+    #expect(sw_current_thread() == here)
+    #expect(sw_current_thread_slow() != 0)
+    let there = await runOnThread(stackSize: 1 << 20) { sw_current_thread() }
+    #expect(there != 0)
+    #expect(there & 1 == 0)
+    #expect(there != here)
+  }
+
+  @Test func aTimedWaitGivesUpAfterItsTimeout() {
+    let word = Word()
+    let start = sw_monotonic_ns()
+    var woken = true
+    // A wait may return early (spuriously, or in chaos mode): wait out the time.
+    while woken, sw_monotonic_ns() - start < 50_000_000 {
+      woken = sw_wait_for(word.pointer, 0, 50_000_000)
+    }
+    #expect(!woken)
+    #expect(sw_monotonic_ns() - start >= 45_000_000)
+  }
+
+  @Test func aTimedWaitReturnsWhenWokenLongBeforeItsTimeout() async {
+    let word = Word()
+    let waiting = DispatchSemaphore(value: 0)
+    let waited = Task.detached {
+      await runOnThread(stackSize: 1 << 20) {
+        waiting.signal()
+        let start = sw_monotonic_ns()
+        var woken = true
+        while woken, sw_load_acquire(word.pointer) == 0 {
+          woken = sw_wait_for(word.pointer, 0, 20_000_000_000)
+        }
+        return (woken, sw_monotonic_ns() - start)
+      }
+    }
+    waiting.wait()
+    usleep(20_000)  // most likely asleep by now; correctness needs no sleep
+    sw_store_release(word.pointer, 1)
+    sw_wake_all(word.pointer)
+    let (woken, elapsed) = await waited.value
+    #expect(woken)
+    #expect(elapsed < 10_000_000_000)
+  }
+
+  @Test func anUntimedWaitSleepsUntilWoken() async {
+    let word = Word()
+    let waiting = DispatchSemaphore(value: 0)
+    let sleeper = Task.detached {
+      await runOnThread(stackSize: 1 << 20) {
+        waiting.signal()
+        while sw_load_acquire(word.pointer) == 0 { sw_wait(word.pointer, 0) }
+        return sw_load_acquire(word.pointer)
+      }
+    }
+    waiting.wait()
+    usleep(20_000)
+    sw_store_release(word.pointer, 7)
+    sw_wake_one(word.pointer)
+    #expect(await sleeper.value == 7)
+  }
+
+  @Test func theWaitPrimitiveIsOneThatBlocks() {
+    let name = String(cString: sw_wait_primitive())
+    #expect(["futex", "WaitOnAddress", "os_sync_wait_on_address", "parking lot"].contains(name))
+  }
+
+  @Test func theMonotonicClockAdvances() {
+    let first = sw_monotonic_ns()
+    usleep(2_000)
+    #expect(sw_monotonic_ns() - first >= 1_000_000)
+  }
+
+  @Test func callStacksAndThreadNamesAreDescribed() {
+    var frames = [UnsafeMutableRawPointer?](repeating: nil, count: 16)
+    let count = Int(sw_backtrace(&frames, Int32(frames.count)))
+    #expect(count > 0)  // glibc has backtrace; musl would give 0
+    var line = [CChar](repeating: 0, count: 256)
+    sw_describe_address(frames[0], &line, line.count)
+    #expect(line[0] != 0)
+    var name = [CChar](repeating: 0, count: 64)
+    let found = Int(sw_current_thread_name(&name, name.count))
+    #expect([SW_THREAD_NAME_NONE, SW_THREAD_NAME_WHOLE, SW_THREAD_NAME_TRUNCATED].contains(found))
+    // Only a name that fills what the OS keeps (15 bytes on Linux) is reported as cut.
+    if found == SW_THREAD_NAME_TRUNCATED { #expect(strlen(name) >= 15) }
+  }
+}
