@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Observation
 import Testing
 
 @testable import SingleWriter
@@ -398,6 +399,67 @@ final class Log: @unchecked Sendable {
     #expect(box.read == 11)
   }
 
+  @Test func aWeakReferenceTurnedStrongOnAnotherThreadNeverWritesIntoALaterCheckout() async throws {
+    // A thread keeps upgrading a weak reference to lent proxies while the lender decides
+    // whether they were kept; before the fix, its writes landed inside the next checkout,
+    // or in a freed container. Now they stop the program with the stale-proxy message,
+    // or land in the proxy's own checkout, and never in another's.
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      let escaped = WeakProxy()
+      let stop = Locked(false)
+      Thread.detachNewThread {
+        while !stop.withLock({ $0 }) {
+          if let proxy = escaped.proxy { proxy.write &+= 1_000_000 }
+        }
+      }
+      let end = DispatchTime.now().uptimeNanoseconds + 3_000_000_000
+      while DispatchTime.now().uptimeNanoseconds < end {
+        let box = ThreadSafeSingleWriter(value: 0)  // freed at the end of each round
+        var held = box.writer
+        box.writeNext { escaped.proxy = $0 }
+        let mine = Locked<ThreadSafeWriterProxy<Int>?>(nil)
+        box.writeNext { proxy in mine.withLock { $0 = proxy } }
+        held = nil
+        _ = held
+        if let proxy = mine.withLock({ $0 }) {
+          let before = proxy.write
+          for _ in 0..<2_000 where box.read != before {
+            FileHandle.standardError.write(Data("LANDED inside another checkout\n".utf8))
+            exit(3)
+          }
+          mine.withLock { $0 = nil }
+        }
+      }
+      FileHandle.standardError.write(Data("no stale access trapped in time\n".utf8))
+      exit(2)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(!standardError.contains("LANDED"))
+    #expect(
+      standardError.contains("checkout has ended")
+        || standardError.contains("no stale access trapped in time"))
+  }
+
+  @Test func aTryWriteWhileOnlyReadersHoldTheValueWaitsForThemInsteadOfFailing() {
+    let box = ThreadSafeSingleWriter(value: [String](repeating: "x", count: 64))
+    let stop = Locked(false)
+    let readers = DispatchGroup()
+    for _ in 0..<2 {
+      readers.enter()
+      Thread.detachNewThread {
+        while !stop.withLock({ $0 }) { _ = box.read }
+        readers.leave()
+      }
+    }
+    var failed = 0
+    for _ in 0..<20_000 where box.tryWrite({ $0[0] = "y" }) == nil { failed += 1 }
+    stop.withLock { $0 = true }
+    readers.wait()
+    #expect(failed == 0, "nil means the writer is busy, and nobody held it")
+  }
+
   // MARK: writeNext bodies hold the value only per access (issue 13, item 2)
 
   @Test func aWriteNextBodyCanWaitForAnotherThreadThatReadsAndWrites() {
@@ -502,6 +564,39 @@ final class Log: @unchecked Sendable {
     let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
     #expect(standardError.contains("withWriter inside a write's closure"))
     #expect(!standardError.contains("Release the proxy"))
+  }
+
+  @Test func anObserverOfAClosureWriteCanWriteBack() {
+    // Closure writes publish after they release the writer, so the handler finds it free.
+    let box = ThreadSafeSingleWriter(value: 0)
+    withObservationTracking {
+      _ = box.trackedRead
+    } onChange: {
+      box.withWriter { $0 += 100 }
+    }
+    box.withWriter { $0 += 1 }
+    #expect(box.read == 101)
+  }
+
+  @Test func withWriterInsideAnObserverCalledAsAProxysCheckoutEndsStopsWithAMessage() async throws {
+    // A released proxy publishes while its thread still holds the checkout (it may run
+    // queued writes next): waiting for the writer there stops with a message, not a hang.
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      withObservationTracking {
+        _ = box.trackedRead
+      } onChange: {
+        box.withWriter { $0 += 100 }
+      }
+      var held = box.writer
+      held?.write += 1
+      held = nil
+      _ = held
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("inside an observer"))
   }
 
   @Test func readInsideTryWriteSaysSoInItsMessage() async throws {

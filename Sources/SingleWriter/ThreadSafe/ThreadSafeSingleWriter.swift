@@ -234,8 +234,22 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 
   /// Ends a closure write that `tryEndClosureWrite` could not end on its own.
+  ///
+  /// When the only reason was observers, one compare-and-exchange ends the write and the
+  /// checkout and clears `dirty`, and the hub is told afterwards: its versions are
+  /// counters and consumers read the newest value, so publishing after the release
+  /// loses nothing, and an observer that writes back finds the writer free.
   @inlinable
   func finishClosureWrite() {
+    var s = sw_load_relaxed(lock.state)
+    while s & ~(WriterState.observed | WriterState.dirty)
+      == WriterState.writer | WriterState.writing
+    {
+      if sw_cas(lock.state, &s, WriterState.observed) {
+        if s & WriterState.dirty != 0 { hub.publish() }
+        return
+      }
+    }
     lock.releaseWriting()
     finishCheckoutNow()
   }
@@ -268,7 +282,13 @@ public final class ThreadSafeSingleWriter<Value> {
     let me = sw_current_thread()
     sw_uptr_store(lock.servingThread, me)
     while true {
-      if sw_load_relaxed(lock.state) & WriterState.observed != 0 { publishIfDirty() }
+      if sw_load_relaxed(lock.state) & WriterState.observed != 0 {
+        // Observers run here, holding the checkout: waiting for it from one stops the
+        // program with a message instead of hanging.
+        sw_uptr_store(lock.checkoutThread, scoped(me))
+        publishIfDirty()
+        sw_uptr_store(lock.checkoutThread, 0)
+      }
       if pending.isEmpty { inbox.takeAll(into: &pending) }
       if pending.isEmpty {
         stopServing(me)
@@ -352,18 +372,31 @@ public final class ThreadSafeSingleWriter<Value> {
   func lend(_ body: (ThreadSafeWriterProxy<Value>) -> Void) -> Bool {
     if spare == nil { spare = ThreadSafeWriterProxy(lentBy: self) }
     // Guaranteed, not retained: only the checkout holder, this thread, replaces `spare`.
-    Unmanaged.passUnretained(spare.unsafelyUnwrapped)._withUnsafeGuaranteedRef { body($0) }
+    let generation = lock.openLend()
+    Unmanaged.passUnretained(spare.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+      $0.generation = generation  // nobody else can reach the spare here
+      body($0)
+    }
     if isSoleReference(&spare, wordIsReadable: refCountWordIsCached) { return true }
-    if isKnownUniquelyReferenced(&spare) {
-      // Only weak or unowned references remain: retire it. Freeing it now turns weak
-      // references into `nil`; an unowned one traps in the runtime if used.
-      spare = nil
+    // Someone else may use it from now on: hold their accesses while deciding.
+    lock.resolveLend(generation)
+    var taken = spare.take()
+    if isKnownUniquelyReferenced(&taken) {
+      // Only weak or unowned references remain, and one may turn strong on another
+      // thread any moment: retire it. Its generation ends, so every access through it
+      // stops the program, and it keeps this container alive so that those accesses
+      // never touch freed memory.
+      lock.endLend(generation, kept: false)
+      taken.unsafelyUnwrapped.retire()
+      sw_fetch_add(lock.proxyHandoff, 1)
       return true
     }
     // Kept, maybe for another thread. Recorded as this thread's, so that a `withWriter`
     // on this thread warns if it waits for it.
     sw_uptr_store(lock.checkoutThread, sw_current_thread())
-    spare.take().unsafelyUnwrapped.becomeOwner()
+    taken.unsafelyUnwrapped.becomeOwner()
+    lock.endLend(generation, kept: true)
+    sw_fetch_add(lock.proxyHandoff, 1)
     return false
   }
 
@@ -376,8 +409,8 @@ public final class ThreadSafeSingleWriter<Value> {
       selfDeadlockFailure(
         """
         ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
-        `await write` or a writeNext body) on the same thread would wait forever for that \
-        write to end. Change the value you were given, or use writeNext to queue this \
+        `await write` or a writeNext body), or inside an observer that a checkout's end is \
+        calling, on the same thread would wait forever for that write to end. Change the value you were given, or use writeNext to queue this \
         write behind it.
         """)
     }

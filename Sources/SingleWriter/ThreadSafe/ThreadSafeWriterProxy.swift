@@ -21,9 +21,17 @@ public final class ThreadSafeWriterProxy<Value> {
   @usableFromInline unowned(unsafe) let owner: ThreadSafeSingleWriter<Value>
   @usableFromInline let lock: WriterLock
   @usableFromInline let value: UnsafeMutablePointer<Value>
-  /// Whether this proxy ends a checkout when freed. Set once, by the checkout holder,
-  /// before any other thread could drop the last reference, so `deinit` sees it.
-  @usableFromInline @exclusivity(unchecked) var isOwner = false
+  /// What this proxy does when freed: nothing (lent, or the container's spare), end its
+  /// checkout and release the container (owner), or only release it (retired). Set by
+  /// the checkout holder, which then bumps `proxyHandoff`; `deinit` reads that first.
+  @usableFromInline @exclusivity(unchecked) var role = Role.lent
+  /// The `writeNext` lend this proxy was last lent for; 0 for a proxy that owns its
+  /// checkout from the start. Accesses check it against the container's current lend.
+  /// Written only while nothing but the container can reach the proxy.
+  @usableFromInline @exclusivity(unchecked) var generation: UInt32 = 0
+
+  @usableFromInline
+  enum Role: UInt8 { case lent, owner, retired }
 
   /// A proxy for lending to `writeNext` bodies; it does not retain `owner`.
   @inlinable
@@ -46,11 +54,13 @@ public final class ThreadSafeWriterProxy<Value> {
     _read {
       lock.beginRead()
       defer { lock.endRead() }
+      lock.checkLend(generation)
       yield value.pointee
     }
     _modify {
       lock.beginWriting()
       defer { lock.endWriting() }
+      lock.checkLend(generation)
       yield &value.pointee
     }
   }
@@ -59,19 +69,29 @@ public final class ThreadSafeWriterProxy<Value> {
   /// ends the checkout.
   @inlinable
   func becomeOwner() {
-    isOwner = true
+    role = .owner
+    _ = Unmanaged.passUnretained(owner).retain()
+  }
+
+  /// Makes this proxy a dead end that keeps its container alive: every access stops the
+  /// program (its lend generation is over) without ever touching freed memory.
+  @inlinable
+  func retire() {
+    role = .retired
     _ = Unmanaged.passUnretained(owner).retain()
   }
 
   deinit {
-    // A lent or retired proxy never touches its container here: it may be gone.
-    guard isOwner else { return }
-    if !lock.tryEndCheckout() { owner.finishCheckout(owner) }
+    // The container, or an owner's or a retired proxy's hold on it, keeps `lock` alive.
+    _ = sw_load_acquire(lock.proxyHandoff)
+    guard role != .lent else { return }
+    if role == .owner, !lock.tryEndCheckout() { owner.finishCheckout(owner) }
     Unmanaged.passUnretained(owner).release()
   }
 }
 
-// Sendable: `owner`, `lock` and `value` never change, `isOwner` is written once before
-// the proxy can be shared, and every access to the value goes through the container's
-// lock.
+// Sendable: `owner`, `lock` and `value` never change; `role` and `generation` are
+// written only while the container alone can reach the proxy, or, for `role`, just before
+// `proxyHandoff` publishes it; every access to the value goes through the container's
+// lock and checks the lend it was made for.
 extension ThreadSafeWriterProxy: @unchecked Sendable where Value: Sendable {}

@@ -38,6 +38,48 @@ struct WriterLock {
   @inlinable var checkoutTask: UnsafeMutablePointer<sw_atomic_uptr> {
     sw_ts_checkout_task(sync)
   }
+  @inlinable var lendWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_lend_word(sync) }
+  @inlinable var proxyHandoff: UnsafeMutablePointer<sw_atomic_u32> {
+    sw_ts_proxy_handoff(sync)
+  }
+
+  // MARK: Lends
+
+  /// Starts a new `writeNext` lend: a fresh generation, which only the proxy lent now
+  /// carries. Only the checkout holder calls it.
+  @inlinable @inline(__always) func openLend() -> UInt32 {
+    let generation = (sw_load_relaxed(lendWord) >> 1) &+ 1
+    sw_store_release(lendWord, generation << 1)
+    return generation
+  }
+
+  /// The lend's closure returned and someone else references its proxy: accesses through
+  /// it wait until `endLend` says whether it was kept or retired.
+  @inlinable func resolveLend(_ generation: UInt32) {
+    sw_store_release(lendWord, generation << 1 | 1)
+  }
+
+  /// Kept: the generation stays valid for as long as the proxy owns the checkout. Retired:
+  /// a new generation, so that every access through the old proxy stops.
+  @inlinable func endLend(_ generation: UInt32, kept: Bool) {
+    sw_store_release(lendWord, (kept ? generation : generation &+ 1) << 1)
+  }
+
+  /// Stops an access through a lent proxy whose lend is over: `generation` is the one the
+  /// proxy was lent with, 0 for proxies that own their checkout from the start.
+  @inlinable @inline(__always) func checkLend(_ generation: UInt32) {
+    guard generation != 0, sw_load_acquire(lendWord) != generation << 1 else { return }
+    checkLendSlow(generation)
+  }
+
+  @usableFromInline func checkLendSlow(_ generation: UInt32) {
+    var word = sw_load_acquire(lendWord)
+    while word == generation << 1 | 1 {
+      sw_yield_cpu()
+      word = sw_load_acquire(lendWord)
+    }
+    if word != generation << 1 { staleProxyFailure() }
+  }
 
   // MARK: Checkout
 
@@ -185,6 +227,21 @@ struct WriterLock {
         sw_uptr_store(writingThread, me)
         sw_uptr_store(checkoutThread, scoped(me))
         sw_seq_begin_write(sequence)
+        return true
+      }
+    }
+    // Free but for readers copying the value: take the checkout, then wait for them,
+    // as a mutex would. `nil` from tryWrite means the writer is busy, not that someone
+    // is reading.
+    guard s & (WriterState.writer | WriterState.queued) == 0 else { return false }
+    return beginClosureWriteAfterReaders()
+  }
+
+  @usableFromInline func beginClosureWriteAfterReaders() -> Bool {
+    var s = sw_load_relaxed(state)
+    while s & (WriterState.writer | WriterState.queued) == 0 {
+      if sw_cas(state, &s, s | WriterState.writer) {
+        beginClosureWrite()
         return true
       }
     }

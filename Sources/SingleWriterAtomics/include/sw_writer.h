@@ -83,6 +83,13 @@ typedef struct {
   /// The thread running the queue, with bit 0 set once a nested checkout end handed the
   /// checkout back to it; 0 when no thread runs it.
   sw_atomic_uptr serving_thread;
+  /// The generation of the current `writeNext` lend, shifted left by one; bit 0 is set
+  /// while the end of a lend is being resolved (kept, or retired).
+  sw_atomic_u32 lend_word;
+  /// Bumped, with release ordering, whenever a proxy leaves its lender's hands (kept or
+  /// retired), and read with acquire ordering by a proxy's `deinit`: this orders the
+  /// lender's writes before that `deinit` even for tools that do not see ARC's atomics.
+  sw_atomic_u32 proxy_handoff;
   /// The task that took the checkout with `checkout()`, or 0; only for a warning.
   sw_atomic_uptr checkout_task;
 } sw_ts_sync;
@@ -96,5 +103,7 @@ static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->
 static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }
 static inline sw_atomic_uptr *sw_ts_serving_thread(sw_ts_sync *s) { return &s->serving_thread; }
 static inline sw_atomic_uptr *sw_ts_checkout_task(sw_ts_sync *s) { return &s->checkout_task; }
+static inline sw_atomic_u32 *sw_ts_lend_word(sw_ts_sync *s) { return &s->lend_word; }
+static inline sw_atomic_u32 *sw_ts_proxy_handoff(sw_ts_sync *s) { return &s->proxy_handoff; }
 
 #endif
