@@ -33,7 +33,11 @@ public final class SingleWriter<Value> {
   @usableFromInline @exclusivity(unchecked) var spare: WriterProxy<Value>?
   /// `refCountWordIsReadable`, copied: a lazy global costs a call per read.
   @usableFromInline let refCountWordIsCached = refCountWordIsReadable
-  @usableFromInline @exclusivity(unchecked) var pending = FIFO<PendingWrite>()
+  /// The queue, behind a pointer: a queued write's body appends to it while the drain
+  /// loop that popped that write is on the stack. With exclusivity unchecked, release
+  /// builds were seen to lose such appends when the queue was a stored property, so the
+  /// optimizer gets memory it must reload after every call instead.
+  @usableFromInline let pending: UnsafeMutablePointer<FIFO<PendingWrite>>
   /// A drain loop is on the stack: a checkout that ends inside it, say in the `deinit` of
   /// a proxy that a queued write kept, leaves the next write to that loop, not recursion.
   @usableFromInline @exclusivity(unchecked) var isDraining = false
@@ -67,6 +71,8 @@ public final class SingleWriter<Value> {
   public init(value: Value) {
     storage = .allocate(capacity: 1)
     storage.initialize(to: value)
+    pending = .allocate(capacity: 1)
+    pending.initialize(to: FIFO())
     drain = { $0.drainPending() }
     #if DEBUG
       accessLog.container = self
@@ -132,19 +138,14 @@ public final class SingleWriter<Value> {
   /// ```swift
   /// currentUser.writeNext { $0.write.name = "Bobo" }
   /// ```
-  ///
-  /// In debug builds, a race report names the caller's file and line.
   @inlinable
-  public func writeNext(
-    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
-    _ body: @escaping (WriterProxy<Value>) -> Void
-  ) {
-    guard tryCheckout(file: fileID, function: function, line: line) else {
-      pending.append(PendingWrite(body))
+  public func writeNext(_ body: @escaping (WriterProxy<Value>) -> Void) {
+    guard tryCheckout(file: #fileID, function: #function, line: #line) else {
+      pending.pointee.append(PendingWrite(body))
       pendingCount += 1
       return
     }
-    _ = lend(body)
+    if lend(body), pendingCount != 0 { drainPending() }
   }
 
   /// Mutates the value in place if the writer is free, and returns `nil` if it is not.
@@ -154,15 +155,10 @@ public final class SingleWriter<Value> {
   /// ```swift
   /// counter.tryWrite { $0 += 1 }
   /// ```
-  ///
-  /// In debug builds, a race report names the caller's file and line.
   @inlinable
   @discardableResult
-  public func tryWrite<R, E: Error>(
-    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
-    _ body: (inout Value) throws(E) -> R
-  ) throws(E) -> R? {
-    guard tryCheckout(file: fileID, function: function, line: line) else { return nil }
+  public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
+    guard tryCheckout(file: #fileID, function: #function, line: #line) else { return nil }
     defer { endCheckout() }
     isDirty = true
     return try body(&storage.pointee)
@@ -211,7 +207,7 @@ public final class SingleWriter<Value> {
     } else {
       proxy._withUnsafeGuaranteedRef { $0.lease = .idle }
     }
-    endCheckout()
+    releaseCheckout()
     return true
   }
 
@@ -224,7 +220,7 @@ public final class SingleWriter<Value> {
     guard !isDraining else { return }
     isDraining = true
     defer { isDraining = false }
-    while !isCheckedOut, let next = pending.popFirst() {
+    while !isCheckedOut, let next = pending.pointee.popFirst() {
       pendingCount -= 1
       #if DEBUG
         accessLog.beginCheckout()
@@ -238,16 +234,24 @@ public final class SingleWriter<Value> {
   /// proxy's `deinit`, `tryWrite` and `lend`.
   @inlinable
   func endCheckout() {
+    releaseCheckout()
+    if pendingCount != 0 { drain(self) }
+  }
+
+  /// Frees the checkout and publishes to observers, leaving the queue to the caller.
+  @inlinable
+  func releaseCheckout() {
     #if DEBUG
       accessLog.endCheckout()
     #endif
     isCheckedOut = false
     if isObserved { publish(self) }
-    if pendingCount != 0 { drain(self) }
   }
 
   deinit {
     hub?.close()  // ends every `changes()` consumer
+    pending.deinitialize(count: 1)
+    pending.deallocate()
     storage.deinitialize(count: 1)
     storage.deallocate()
   }

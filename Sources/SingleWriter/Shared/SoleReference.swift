@@ -4,18 +4,20 @@ import SingleWriterAtomics
 /// strong, weak or unowned reference. A lent proxy that passes can be lent again; one that
 /// fails was kept, or can still be reached, so it must never be reused.
 ///
-/// One load of the reference-count word when `refCountWordIsReadable`; otherwise the
-/// runtime's counters, which are exact but cost a call each.
+/// Strong references are counted by `isKnownUniquelyReferenced`, which the optimizer
+/// treats as reading the count: it never moves a retain across it. Weak and unowned ones
+/// then cost one load of the count word when `wordIsReadable`, else the runtime's
+/// counters, which cost a call each.
 ///
 /// `wordIsReadable` is `refCountWordIsReadable`, which callers copy once into a stored
 /// property: reading a lazy global from another module costs a call every time.
 @inlinable @inline(__always)
 func isSoleReference<Object: AnyObject>(_ object: inout Object?, wordIsReadable: Bool) -> Bool {
+  guard isKnownUniquelyReferenced(&object) else { return false }
   if wordIsReadable {
     return isPristine(sw_refcount_bits(Unmanaged.passUnretained(object!).toOpaque()))
   }
-  return isKnownUniquelyReferenced(&object) && _getWeakRetainCount(object!) <= 1
-    && _getUnownedRetainCount(object!) <= 1
+  return _getWeakRetainCount(object!) <= 1 && _getUnownedRetainCount(object!) <= 1
 }
 
 /// The inline count of an object with one strong reference and nothing else: the

@@ -13,7 +13,8 @@ struct Inbox<Element> {
   /// Touched only under `lock`.
   @usableFromInline let entries: UnsafeMutablePointer<FIFO<Element>>
 
-  @inlinable init(flag: UnsafeMutablePointer<sw_atomic_uptr>, lock: UnsafeMutablePointer<sw_mutex>) {
+  @inlinable init(flag: UnsafeMutablePointer<sw_atomic_uptr>, lock: UnsafeMutablePointer<sw_mutex>)
+  {
     self.flag = flag
     self.lock = lock
     entries = .allocate(capacity: 1)
@@ -77,6 +78,8 @@ struct Inbox<Element> {
     acquire()
     defer { sw_mutex_unlock(lock) }
     let fifo = entries.pointee
-    for index in fifo.head..<fifo.storage.count { if let entry = fifo.storage[index] { body(entry) } }
+    for index in fifo.head..<fifo.storage.count {
+      if let entry = fifo.storage[index] { body(entry) }
+    }
   }
 }

@@ -47,7 +47,9 @@ public final class ThreadSafeSingleWriter<Value> {
   @usableFromInline let refCountWordIsCached = refCountWordIsReadable
   /// Writes taken from the inbox and not run yet, oldest first. Only the checkout
   /// holder touches it, ordered like `spare`.
-  @usableFromInline @exclusivity(unchecked) var pending = FIFO<Pending>()
+  /// Behind a pointer, as in ``SingleWriter``: queued bodies may enqueue while the loop
+  /// that runs them is on the stack, so the optimizer must reload it after every call.
+  @usableFromInline let pending: UnsafeMutablePointer<FIFO<Pending>>
   /// Where observers learn of changes; see Observation/ChangeHub.swift.
   @usableFromInline let hub = ChangeHub()
 
@@ -69,6 +71,8 @@ public final class ThreadSafeSingleWriter<Value> {
     inbox = Inbox(flag: lock.inbox, lock: lock.inboxLock)
     storage = .allocate(capacity: 1)
     storage.initialize(to: value)
+    pending = .allocate(capacity: 1)
+    pending.initialize(to: FIFO())
     finishCheckout = { $0.finishCheckoutNow() }
     runQueue = { $0.serveQueue() }
   }
@@ -77,6 +81,8 @@ public final class ThreadSafeSingleWriter<Value> {
     // Nothing can be queued now: a queued write or waiter would hold the checkout's
     // holder back, and every holder keeps this container alive.
     inbox.deallocate()
+    pending.deinitialize(count: 1)
+    pending.deallocate()
     spare = nil
     hub.close()  // ends every `changes()` consumer
     storage.deinitialize(count: 1)
@@ -196,7 +202,8 @@ public final class ThreadSafeSingleWriter<Value> {
       guard case .task(let waiter) = entry else { return true }
       return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
     }
-    var count = pending.storage[pending.head...].count { $0.map(counts) ?? false }
+    let queue = pending.pointee
+    var count = queue.storage[queue.head...].count { $0.map(counts) ?? false }
     inbox.forEach { if counts($0) { count += 1 } }
     return count
   }
@@ -289,8 +296,8 @@ public final class ThreadSafeSingleWriter<Value> {
         publishIfDirty()
         sw_uptr_store(lock.checkoutThread, 0)
       }
-      if pending.isEmpty { inbox.takeAll(into: &pending) }
-      if pending.isEmpty {
+      if pending.pointee.isEmpty { inbox.takeAll(into: &pending.pointee) }
+      if pending.pointee.isEmpty {
         stopServing(me)
         guard releaseOrTakeBack() else { return }
         sw_uptr_store(lock.servingThread, me)
@@ -313,7 +320,7 @@ public final class ThreadSafeSingleWriter<Value> {
   /// before this returns.
   @inlinable
   func runNext(_ me: UInt) -> Bool {
-    switch pending.popFirst().unsafelyUnwrapped {
+    switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
       sw_uptr_store(lock.checkoutThread, scoped(me))
       guard lend(body) else { return false }
@@ -340,7 +347,7 @@ public final class ThreadSafeSingleWriter<Value> {
   /// that the waiter's release runs them.
   @inlinable
   func handOff() {
-    if !pending.isEmpty { sw_fetch_or(lock.state, WriterState.queued) }
+    if !pending.pointee.isEmpty { sw_fetch_or(lock.state, WriterState.queued) }
   }
 
   @inlinable
