@@ -90,3 +90,14 @@ struct ShopState: Equatable, Sendable {
   print("newest after 1000 writes: \(await newest.next() ?? -1)")  // 1000
   _ = idle
 }
+
+/// The article's follower, as it appears there: one property, on the main actor.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+@MainActor func followUserName(of model: ShopModel) -> Task<Void, Never> {
+  let names = model.state.changes(of: \.userName)
+  return Task { @MainActor in
+    for await name in names {
+      print("now \(name)")  // cart updates do not wake this task
+    }
+  }
+}

@@ -74,7 +74,7 @@ extension SingleWriter {
   /// }
   /// ```
   ///
-  /// Same semantics as ``ThreadSafeSingleWriter/changes()``: a slow consumer is resumed
+  /// Same semantics as `ThreadSafeSingleWriter.changes()`: a slow consumer is resumed
   /// once per batch of checkouts and reads the newest value itself; a checkout end costs
   /// one version bump however many streams are idle; the stream ends when the container
   /// is deallocated or the task is cancelled, and does not keep the container alive.
@@ -96,7 +96,7 @@ extension SingleWriter {
     subscribe({ $0[keyPath: property] }, isRepeat: { $0 == $1 })
   }
 
-  /// The values a ``SingleWriter`` takes, from ``changes()`` or ``changes(of:)``.
+  /// The values a ``SingleWriter`` takes, from `changes()` or ``changes(of:)``.
   ///
   /// Not `Sendable`, like its container: iterate it in the isolation the container
   /// lives in.

@@ -127,7 +127,7 @@ extension ThreadSafeSingleWriter where Value: Sendable & Equatable {
 }
 
 extension ThreadSafeSingleWriter {
-  /// The values a ``ThreadSafeSingleWriter`` takes, from ``changes()`` or
+  /// The values a ``ThreadSafeSingleWriter`` takes, from `changes()` or
   /// ``changes(of:)``.
   ///
   /// Each iterator starts with the value at the `changes()` call, and the subscription
