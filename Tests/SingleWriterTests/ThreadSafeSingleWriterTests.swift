@@ -647,6 +647,41 @@ final class Log: @unchecked Sendable {
     #expect(served == 200)
   }
 
+  @Test func theThreadThatEndsACheckoutIsNotKeptServingOthersForever() {
+    // Producers keep queueing while this thread ends a checkout: past about a millisecond
+    // of serving their writes, a helper thread takes the queue over and this one returns.
+    let box = ThreadSafeSingleWriter(value: 0)
+    let stop = Locked(false)
+    let queued = Counter()
+    let producers = DispatchGroup()
+    var held = box.writer
+    for _ in 0..<2 {
+      producers.enter()
+      Thread.detachNewThread {
+        // At most 3 s, so that without the hand-off this test fails instead of hanging.
+        let end = DispatchTime.now().uptimeNanoseconds + 3_000_000_000
+        while !stop.withLock({ $0 }), DispatchTime.now().uptimeNanoseconds < end {
+          box.writeNext { $0.write += 1 }
+          queued.add(1)
+        }
+        producers.leave()
+      }
+    }
+    while queued.load() < 10_000 { Thread.sleep(forTimeInterval: 0.001) }
+    let started = DispatchTime.now().uptimeNanoseconds
+    held = nil  // this thread now serves the queue, for a while
+    let releaseTook = DispatchTime.now().uptimeNanoseconds - started
+    Thread.sleep(forTimeInterval: 0.5)  // the producers are still at it
+    let stillProducing = !stop.withLock { $0 }
+    stop.withLock { $0 = true }
+    producers.wait()
+    box.withWriter { _ in }
+    #expect(stillProducing)
+    #expect(releaseTook < 400_000_000, "the release returned while producers kept going")
+    #expect(box.read == queued.load(), "no queued write lost")
+    _ = held
+  }
+
   @Test(arguments: [2, 4, 8])
   func contendedWriteNextRunsEveryClosureOnceInFIFOOrderPerThread(threads: Int) {
     let box = ThreadSafeSingleWriter(value: [Int: [Int]]())

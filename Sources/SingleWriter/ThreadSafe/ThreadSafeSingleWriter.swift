@@ -40,6 +40,8 @@ public final class ThreadSafeSingleWriter<Value> {
   /// `serveQueue`, specialized the same way, for the paths that start it from code that
   /// is not inlined (a waiter taking over a free queue).
   @usableFromInline let runQueue: (ThreadSafeSingleWriter<Value>) -> Void
+  /// `serveQueue` for the helper thread, which serves until the queue is empty.
+  @usableFromInline let runQueueAsHelper: (ThreadSafeSingleWriter<Value>) -> Void
   /// Touched only by the checkout holder; acquire/release on the state word, or a
   /// waiter's grant, orders it from one holder to the next.
   @usableFromInline @exclusivity(unchecked) var spare: ThreadSafeWriterProxy<Value>?
@@ -75,6 +77,7 @@ public final class ThreadSafeSingleWriter<Value> {
     pending.initialize(to: FIFO())
     finishCheckout = { $0.finishCheckoutNow() }
     runQueue = { $0.serveQueue() }
+    runQueueAsHelper = { $0.serveQueue(asHelper: true) }
   }
 
   deinit {
@@ -285,9 +288,15 @@ public final class ThreadSafeSingleWriter<Value> {
   /// is handed the checkout. A loop, not recursion: a deep queue uses no stack, and a
   /// checkout that ends inside it comes back to it (see `finishCheckoutNow`).
   @inlinable
-  func serveQueue() {
+  func serveQueue(asHelper: Bool = false) {
     let me = sw_current_thread()
     sw_uptr_store(lock.servingThread, me)
+    // This thread runs every write queued before it began, as documented. Writes that
+    // keep arriving while it does are its job for about a millisecond; past that, the next
+    // batch goes to a helper thread (see `handOffToHelper`), so that no caller is kept
+    // from returning by other threads' writes.
+    var batches = 0
+    let deadline = asHelper ? UInt64.max : sw_monotonic_ns() &+ 1_000_000
     while true {
       if sw_load_relaxed(lock.state) & WriterState.observed != 0 {
         // Observers run here, holding the checkout: waiting for it from one stops the
@@ -296,7 +305,15 @@ public final class ThreadSafeSingleWriter<Value> {
         publishIfDirty()
         sw_uptr_store(lock.checkoutThread, 0)
       }
-      if pending.pointee.isEmpty { inbox.takeAll(into: &pending.pointee) }
+      if pending.pointee.isEmpty, !inbox.isEmpty {
+        batches &+= 1
+        if batches > 1, sw_monotonic_ns() > deadline {
+          stopServing(me)
+          if handOffToHelper() { return }
+          sw_uptr_store(lock.servingThread, me)
+        }
+        inbox.takeAll(into: &pending.pointee)
+      }
       if pending.pointee.isEmpty {
         stopServing(me)
         guard releaseOrTakeBack() else { return }
@@ -313,6 +330,20 @@ public final class ThreadSafeSingleWriter<Value> {
         return
       }
     }
+  }
+
+  /// Passes the checkout, and with it the queue, to a new helper thread, which runs the
+  /// queue until it is empty. Returns `false` if no thread could be started.
+  @usableFromInline
+  func handOffToHelper() -> Bool {
+    sw_uptr_store(lock.checkoutThread, 0)
+    sw_fetch_or(lock.state, WriterState.queued)  // its releases take the slow path
+    let job = Unmanaged.passRetained(QueueHelperJob { self.runQueueAsHelper(self) })
+    guard sw_spawn_detached({ job in QueueHelperJob.run(job) }, job.toOpaque()) else {
+      job.release()
+      return false
+    }
+    return true
   }
 
   /// Runs the oldest pending entry. Returns `false` if the checkout left this thread: a
@@ -468,3 +499,15 @@ public final class ThreadSafeSingleWriter<Value> {
 // atomics; `spare` and `pending` are touched only by the checkout holder, which passes
 // them on through the same atomics or a waiter's grant.
 extension ThreadSafeSingleWriter: @unchecked Sendable where Value: Sendable {}
+
+/// A helper thread's work, in a form a C thread entry point can run. The container it
+/// captures stays alive, checked out, until the helper has served its queue.
+@usableFromInline
+final class QueueHelperJob {
+  let work: () -> Void
+  @usableFromInline init(_ work: @escaping () -> Void) { self.work = work }
+
+  static func run(_ context: UnsafeMutableRawPointer?) {
+    Unmanaged<QueueHelperJob>.fromOpaque(context!).takeRetainedValue().work()
+  }
+}

@@ -12,11 +12,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "sw_atomics.h"
+
 /// The word after the object's metadata pointer. Relaxed and then an acquire fence, so a
 /// release by another thread that this load observes also publishes what came before it.
 static inline uintptr_t sw_refcount_bits(const void *object) {
-  uintptr_t bits = atomic_load_explicit(
-      (_Atomic(uintptr_t) *)((const char *)object + sizeof(void *)), memory_order_relaxed);
+  sw_atomic_uptr *word = (sw_atomic_uptr *)((char *)(uintptr_t)object + sizeof(void *));
+  uintptr_t bits = atomic_load_explicit(&word->value, memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);
   return bits;
 }

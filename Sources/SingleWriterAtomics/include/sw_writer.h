@@ -5,6 +5,7 @@
 #define SW_WRITER_H
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sw_atomics.h"
@@ -63,6 +64,9 @@ static inline uintptr_t sw_uptr_load_acquire(sw_atomic_uptr *a) {
   SW_CHAOS();
   return v;
 }
+
+/// Runs `body(context)` on a new detached thread; false if no thread could be made.
+bool sw_spawn_detached(void (*body)(void *), void *context);
 
 typedef struct {
   /// Checkout, queue, value-lock and observation bits, plus the reader count.
