@@ -221,7 +221,14 @@ public final class ThreadSafeSingleWriter<Value> {
   /// its lock (`releaseOrTakeBack`), which orders it after this push.
   @inlinable
   func enqueue(_ entry: Pending) {
-    guard inbox.push(entry) else { return }
+    let first = inbox.push(entry)
+    // Written from another thread than the one running the queue (not by a queued body).
+    if sw_uptr_load(lock.servingThread) & ~1 != sw_current_thread(),
+      sw_load_relaxed(lock.foreignArrivals) == 0
+    {
+      sw_store_release(lock.foreignArrivals, 1)
+    }
+    guard first else { return }
     let s = sw_load_acquire(lock.state)
     if s & (WriterState.writer | WriterState.queued) == WriterState.writer | WriterState.queued {
       return
@@ -291,10 +298,10 @@ public final class ThreadSafeSingleWriter<Value> {
   func serveQueue(asHelper: Bool = false) {
     let me = sw_current_thread()
     sw_uptr_store(lock.servingThread, me)
-    // This thread runs every write queued before it began, as documented. Writes that
-    // keep arriving while it does are its job for about a millisecond; past that, the next
-    // batch goes to a helper thread (see `handOffToHelper`), so that no caller is kept
-    // from returning by other threads' writes.
+    // This thread runs every write queued before it began, and every write those queue
+    // in turn, as documented. Writes that other threads keep adding are its job for about
+    // a millisecond; past that, the next batch goes to a helper thread (see
+    // `handOffToHelper`), so that no caller is kept from returning by other threads' work.
     var batches = 0
     let deadline = asHelper ? UInt64.max : sw_monotonic_ns() &+ 1_000_000
     while true {
@@ -307,11 +314,14 @@ public final class ThreadSafeSingleWriter<Value> {
       }
       if pending.pointee.isEmpty, !inbox.isEmpty {
         batches &+= 1
-        if batches > 1, sw_monotonic_ns() > deadline {
+        if batches > 1, sw_load_acquire(lock.foreignArrivals) != 0,
+          sw_monotonic_ns() > deadline
+        {
           stopServing(me)
           if handOffToHelper() { return }
           sw_uptr_store(lock.servingThread, me)
         }
+        sw_store_release(lock.foreignArrivals, 0)
         inbox.takeAll(into: &pending.pointee)
       }
       if pending.pointee.isEmpty {

@@ -39,6 +39,9 @@ struct WriterLock {
     sw_ts_checkout_task(sync)
   }
   @inlinable var lendWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_lend_word(sync) }
+  @inlinable var foreignArrivals: UnsafeMutablePointer<sw_atomic_u32> {
+    sw_ts_foreign_arrivals(sync)
+  }
   @inlinable var proxyHandoff: UnsafeMutablePointer<sw_atomic_u32> {
     sw_ts_proxy_handoff(sync)
   }

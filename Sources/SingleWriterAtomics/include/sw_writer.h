@@ -94,6 +94,9 @@ typedef struct {
   /// retired), and read with acquire ordering by a proxy's `deinit`: this orders the
   /// lender's writes before that `deinit` even for tools that do not see ARC's atomics.
   sw_atomic_u32 proxy_handoff;
+  /// 1 once a thread other than the one running the queue has queued a write since the
+  /// queue's last batch: only such writes may be handed to a helper thread.
+  sw_atomic_u32 foreign_arrivals;
   /// The task that took the checkout with `checkout()`, or 0; only for a warning.
   sw_atomic_uptr checkout_task;
 } sw_ts_sync;
@@ -108,6 +111,9 @@ static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->w
 static inline sw_atomic_uptr *sw_ts_serving_thread(sw_ts_sync *s) { return &s->serving_thread; }
 static inline sw_atomic_uptr *sw_ts_checkout_task(sw_ts_sync *s) { return &s->checkout_task; }
 static inline sw_atomic_u32 *sw_ts_lend_word(sw_ts_sync *s) { return &s->lend_word; }
+static inline sw_atomic_u32 *sw_ts_foreign_arrivals(sw_ts_sync *s) {
+  return &s->foreign_arrivals;
+}
 static inline sw_atomic_u32 *sw_ts_proxy_handoff(sw_ts_sync *s) { return &s->proxy_handoff; }
 
 #endif
