@@ -647,6 +647,39 @@ final class Log: @unchecked Sendable {
     #expect(served == 200)
   }
 
+  @Test func proxiesHandedToOtherThreadsAndReusedAreOrderedWithoutRelyingOnARC() {
+    // Lent proxies that other threads use and drop, while the queue and parked writers
+    // churn: the counts must be exact, and ThreadSanitizer (which does not see ARC's
+    // atomics) must find every access ordered by the library's own atomics.
+    let box = ThreadSafeSingleWriter(value: 0)
+    let handedOff = DispatchGroup()
+    DispatchQueue.concurrentPerform(iterations: 4) { thread in
+      for index in 0..<500 {
+        if (index + thread) % 40 == 0 {
+          box.withWriter { value in
+            value += 1
+            Thread.sleep(forTimeInterval: 0.0005)
+          }
+        } else if index % 7 == 0 {
+          box.writeNext { $0.write += 1 }
+        } else if index % 11 == 0 {
+          handedOff.enter()
+          box.writeNext { proxy in
+            DispatchQueue.global().async {
+              proxy.write += 1
+              handedOff.leave()
+            }
+          }
+        } else {
+          box.withWriter { $0 += 1 }
+        }
+      }
+    }
+    handedOff.wait()
+    box.withWriter { _ in }
+    #expect(box.read == 4 * 500)
+  }
+
   @Test func theThreadThatEndsACheckoutIsNotKeptServingOthersForever() {
     // Producers keep queueing while this thread ends a checkout: past about a millisecond
     // of serving their writes, a helper thread takes the queue over and this one returns.

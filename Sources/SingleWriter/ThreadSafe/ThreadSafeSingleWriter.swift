@@ -425,7 +425,13 @@ public final class ThreadSafeSingleWriter<Value> {
       $0.generation = generation  // nobody else can reach the spare here
       body($0)
     }
-    if isSoleReference(&spare, wordIsReadable: refCountWordIsCached) { return true }
+    if isSoleReference(&spare, wordIsReadable: refCountWordIsCached) {
+      // Another thread may have used the proxy and dropped it just now. Its last access
+      // ended with a release on the state word; acquire it, so that its accesses are
+      // ordered before this proxy's next lend even for tools that do not see ARC's atomics.
+      _ = sw_load_acquire(lock.state)
+      return true
+    }
     // Someone else may use it from now on: hold their accesses while deciding.
     lock.resolveLend(generation)
     var taken = spare.take()
