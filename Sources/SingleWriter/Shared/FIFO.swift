@@ -33,18 +33,8 @@ struct FIFO<Element> {
     return element
   }
 
-  /// Removes the first element that matches, wherever it is. O(n); for cancellation.
-  @inlinable mutating func removeFirst(where matches: (Element) -> Bool) -> Element? {
-    for index in head..<storage.count {
-      if let element = storage[index], matches(element) {
-        storage.remove(at: index)
-        if head == storage.count {
-          storage.removeAll(keepingCapacity: storage.capacity <= 1024)
-          head = 0
-        }
-        return element
-      }
-    }
-    return nil
+  /// Calls `body` on each element, oldest first.
+  @inlinable func forEach(_ body: (Element) -> Void) {
+    for index in head..<storage.count { body(storage[index].unsafelyUnwrapped) }
   }
 }

@@ -77,9 +77,6 @@ struct Inbox<Element> {
   @inlinable func forEach(_ body: (Element) -> Void) {
     acquire()
     defer { sw_mutex_unlock(lock) }
-    let fifo = entries.pointee
-    for index in fifo.head..<fifo.storage.count {
-      if let entry = fifo.storage[index] { body(entry) }
-    }
+    entries.pointee.forEach(body)
   }
 }

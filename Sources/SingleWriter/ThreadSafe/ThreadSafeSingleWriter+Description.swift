@@ -64,31 +64,20 @@ extension ThreadSafeWriterProxy: CustomStringConvertible, CustomDebugStringConve
   }
 }
 
-// MARK: - LEAD: move these three into ThreadSafeSingleWriter with the new protocol
-
-// Temporary, written by h2 against the current state word so that the descriptions above
-// compile. The descriptions need exactly this contract from the container, from any
-// thread, without waiting, trapping or touching memory another thread may free:
-// - `debugIsCheckedOut`: someone holds the checkout (relaxed load; a hint, not a sync).
-// - `debugHasQueuedWrites`: writes wait for the checkout. (`pendingCount` is not usable
-//   here: it walks the inbox and `pending`, which the holder may be emptying.)
-// - `debugTryRead()`: the value, or `nil` if a write access holds it on another thread or
-//   in this thread's `tryWrite`/`withWriter`.
+// What the descriptions need from the container, from any thread, without waiting,
+// trapping or walking the queue that the checkout holder may be emptying.
 extension ThreadSafeSingleWriter {
+  /// Someone holds the checkout; a relaxed snapshot, not a synchronization.
   var debugIsCheckedOut: Bool { sw_load_relaxed(lock.state) & WriterState.writer != 0 }
 
+  /// Writes wait for the checkout to end.
   var debugHasQueuedWrites: Bool { sw_load_relaxed(lock.state) & WriterState.queued != 0 }
 
+  /// The value, or `nil` while a write access holds it (on another thread, or in this
+  /// thread's own `tryWrite` or `withWriter`).
   func debugTryRead() -> Value? {
-    var s = sw_load_relaxed(lock.state)
-    // Lock-free, not blocking: the CAS fails only if the word changed, and the loop
-    // stops as soon as a write access holds the value.
-    while s & WriterState.writing == 0 {
-      if sw_cas(lock.state, &s, s &+ WriterState.reader) {
-        defer { lock.endRead() }
-        return storage.pointee
-      }
-    }
-    return nil
+    guard lock.tryBeginRead() else { return nil }
+    defer { lock.endRead() }
+    return storage.pointee
   }
 }

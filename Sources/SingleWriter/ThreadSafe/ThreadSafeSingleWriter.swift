@@ -119,7 +119,8 @@ public final class ThreadSafeSingleWriter<Value> {
   /// A proxy for writing, or `nil` while the writer is out or writes are queued.
   ///
   /// The proxy can be sent to, used on and released on any thread. Releasing it runs
-  /// the queued writes on the releasing thread.
+  /// the queued writes on the releasing thread (see ``writeNext(_:)`` for the one
+  /// exception).
   ///
   /// ```swift
   /// if let writer = session.writer {
@@ -133,7 +134,9 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 
   /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
-  /// order, on whichever thread ends the checkout ahead of it.
+  /// order, on whichever thread ends the checkout ahead of it. That thread runs what was
+  /// queued before it, and what those writes queue, before it returns; writes that other
+  /// threads keep queueing for more than about a millisecond go to a helper thread.
   ///
   /// `body` may keep the proxy, and the checkout then lasts until that proxy is
   /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
@@ -205,8 +208,8 @@ public final class ThreadSafeSingleWriter<Value> {
       guard case .task(let waiter) = entry else { return true }
       return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
     }
-    let queue = pending.pointee
-    var count = queue.storage[queue.head...].count { $0.map(counts) ?? false }
+    var count = 0
+    pending.pointee.forEach { if counts($0) { count += 1 } }
     inbox.forEach { if counts($0) { count += 1 } }
     return count
   }

@@ -5,7 +5,8 @@ import SingleWriterAtomics
 /// Writes mutate the container's storage in place, under a lock held only for the
 /// access, so readers on other threads see each write whole and at once. The proxy
 /// keeps its container alive; the checkout ends when ARC releases the proxy, on
-/// whichever thread that happens, and the queued writes then run on that thread.
+/// whichever thread that happens, and the writes queued behind it then run on that
+/// thread.
 ///
 /// ```swift
 /// if let writer = session.writer {

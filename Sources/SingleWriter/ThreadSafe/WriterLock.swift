@@ -132,9 +132,17 @@ struct WriterLock {
 
   /// Takes a reader slot, waiting only for a write access in progress.
   @inlinable @inline(__always) func beginRead() {
+    if !tryBeginRead() { beginReadSlow() }
+  }
+
+  /// Takes a reader slot unless a write access holds the value. Never waits: the
+  /// compare-and-exchange fails only if the word changed.
+  @inlinable @inline(__always) func tryBeginRead() -> Bool {
     var s = sw_load_relaxed(state)
-    if s & WriterState.writing == 0, sw_cas(state, &s, s &+ WriterState.reader) { return }
-    beginReadSlow()
+    while s & WriterState.writing == 0 {
+      if sw_cas(state, &s, s &+ WriterState.reader) { return true }
+    }
+    return false
   }
 
   @inlinable @inline(__always) func endRead() {

@@ -23,25 +23,4 @@
 #include "SingleWriterRefCount.h"
 #include "sw_writer.h"
 
-/// The synchronization state of one ThreadSafeSingleWriter, in one allocation.
-typedef struct {
-  /// Writer, queued, writing and waiters bits, plus the reader count.
-  sw_atomic_u32 state;
-  /// Guards the queue of pending writes.
-  sw_mutex queue_lock;
-  /// The thread holding the checkout, or 0; only for catching self-deadlock.
-  sw_atomic_uptr checkout_thread;
-  /// The thread inside a write access, or 0; only for catching self-deadlock.
-  sw_atomic_uptr writing_thread;
-} sw_writer_sync;
-
-static inline sw_atomic_u32 *sw_writer_state(sw_writer_sync *s) { return &s->state; }
-static inline sw_mutex *sw_writer_queue_lock(sw_writer_sync *s) { return &s->queue_lock; }
-static inline sw_atomic_uptr *sw_writer_checkout_thread(sw_writer_sync *s) {
-  return &s->checkout_thread;
-}
-static inline sw_atomic_uptr *sw_writer_writing_thread(sw_writer_sync *s) {
-  return &s->writing_thread;
-}
-
 #endif
