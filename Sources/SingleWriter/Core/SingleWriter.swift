@@ -2,7 +2,7 @@
 ///
 /// Writing needs a ``WriterProxy``. ``writer`` hands one out only while no other proxy
 /// is alive, and the checkout ends when ARC releases the proxy. Writes that find the
-/// writer busy can wait their turn with ``writeNext(_:)``; they run in FIFO order as
+/// writer busy can wait their turn with ``writeNext(fileID:function:line:_:)``; they run in FIFO order as
 /// checkouts end, and none is lost.
 ///
 /// ```swift
@@ -21,31 +21,64 @@
 /// between threads. Debug builds check this: using one container from two threads at
 /// once is reported through ``RaceDetector``.
 public final class SingleWriter<Value> {
-  // Exclusivity here is proved by the design rather than checked at run time: the
-  // type is confined to one thread, and each access below is a short load or store.
-  // An owning proxy's `deinit` runs unspecialized generic code, so what it touches
-  // is kept free of generic layout: a flag, a count and a closure built in `init`.
-  @usableFromInline @exclusivity(unchecked) var isCheckedOut = false
-  @usableFromInline @exclusivity(unchecked) var pendingCount = 0
+  // The checkout's bookkeeping lives behind a pointer, not in stored properties. Callers
+  // inline `writeNext` and `tryWrite`, and the proxy that ends a checkout reaches this
+  // container only through an unowned(unsafe) reference and a manual retain, which the
+  // optimizer does not follow: release builds were seen to move a stored property's
+  // update past the release of a proxy whose `deinit` reads it, losing queued writes.
+  // Memory behind a pointer may be touched by any call, so every access stays in place.
+  // Exclusivity is proved by the design rather than checked: the type is confined to one
+  // thread, and each access is a short load or store.
+  @usableFromInline let book: UnsafeMutablePointer<Bookkeeping>
+
+  /// What `book` holds. An owning proxy's `deinit` runs unspecialized generic code, so
+  /// what it touches is kept free of generic layout: flags, a count and a closure built
+  /// in `init`.
+  @usableFromInline
+  struct Bookkeeping {
+    @usableFromInline var isCheckedOut = false
+    @usableFromInline var pendingCount = 0
+    /// A drain loop is on the stack: a checkout that ends inside it, say in the `deinit`
+    /// of a proxy that a queued write kept, leaves the next write to that loop.
+    @usableFromInline var isDraining = false
+    /// Someone observes changes; set by the observation code, which also sets `publish`.
+    @usableFromInline var isObserved = false
+    /// Written since the last publication. Every write sets it, a store as cheap as the
+    /// branch that would skip it; only `publish` reads and clears it.
+    @usableFromInline var isDirty = false
+    /// The queue; a queued write's body appends to it while the drain loop that popped
+    /// that write is on the stack.
+    @usableFromInline var pending = FIFO<PendingWrite>()
+    @inlinable init() {}
+  }
+
+  @inlinable var isCheckedOut: Bool {
+    get { book.pointee.isCheckedOut }
+    set { book.pointee.isCheckedOut = newValue }
+  }
+  @inlinable var pendingCount: Int {
+    get { book.pointee.pendingCount }
+    set { book.pointee.pendingCount = newValue }
+  }
+  @inlinable var isDraining: Bool {
+    get { book.pointee.isDraining }
+    set { book.pointee.isDraining = newValue }
+  }
+  @inlinable var isObserved: Bool {
+    get { book.pointee.isObserved }
+    set { book.pointee.isObserved = newValue }
+  }
+  @inlinable var isDirty: Bool {
+    get { book.pointee.isDirty }
+    set { book.pointee.isDirty = newValue }
+  }
+
   /// Runs the queue; built in the inlinable `init`, so it is specialized for `Value`
   /// in the caller's module even when a `deinit` calls it.
   @usableFromInline let drain: (SingleWriter<Value>) -> Void
   @usableFromInline @exclusivity(unchecked) var spare: WriterProxy<Value>?
   /// `refCountWordIsReadable`, copied: a lazy global costs a call per read.
   @usableFromInline let refCountWordIsCached = refCountWordIsReadable
-  /// The queue, behind a pointer: a queued write's body appends to it while the drain
-  /// loop that popped that write is on the stack. With exclusivity unchecked, release
-  /// builds were seen to lose such appends when the queue was a stored property, so the
-  /// optimizer gets memory it must reload after every call instead.
-  @usableFromInline let pending: UnsafeMutablePointer<FIFO<PendingWrite>>
-  /// A drain loop is on the stack: a checkout that ends inside it, say in the `deinit` of
-  /// a proxy that a queued write kept, leaves the next write to that loop, not recursion.
-  @usableFromInline @exclusivity(unchecked) var isDraining = false
-  /// Someone observes changes; set by the observation code, which also sets `publish`.
-  @usableFromInline @exclusivity(unchecked) var isObserved = false
-  /// Written since the last publication. Every write sets it, a store as cheap as the
-  /// branch that would skip it; only `publish` reads and clears it.
-  @usableFromInline @exclusivity(unchecked) var isDirty = false
   /// Called as each checkout ends while `isObserved`, before queued writes run.
   @usableFromInline @exclusivity(unchecked) var publish: (SingleWriter<Value>) -> Void = { _ in }
   /// Where observers learn of changes, made by the first; see Observation/ChangeHub.swift.
@@ -71,8 +104,8 @@ public final class SingleWriter<Value> {
   public init(value: Value) {
     storage = .allocate(capacity: 1)
     storage.initialize(to: value)
-    pending = .allocate(capacity: 1)
-    pending.initialize(to: FIFO())
+    book = .allocate(capacity: 1)
+    book.initialize(to: Bookkeeping())
     drain = { $0.drainPending() }
     #if DEBUG
       accessLog.container = self
@@ -138,10 +171,16 @@ public final class SingleWriter<Value> {
   /// ```swift
   /// currentUser.writeNext { $0.write.name = "Bobo" }
   /// ```
+  ///
+  /// The defaulted `fileID`, `function` and `line` name the caller in debug builds'
+  /// race reports.
   @inlinable
-  public func writeNext(_ body: @escaping (WriterProxy<Value>) -> Void) {
-    guard tryCheckout(file: #fileID, function: #function, line: #line) else {
-      pending.pointee.append(PendingWrite(body))
+  public func writeNext(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: @escaping (WriterProxy<Value>) -> Void
+  ) {
+    guard tryCheckout(file: fileID, function: function, line: line) else {
+      book.pointee.pending.append(PendingWrite(body))
       pendingCount += 1
       return
     }
@@ -155,10 +194,16 @@ public final class SingleWriter<Value> {
   /// ```swift
   /// counter.tryWrite { $0 += 1 }
   /// ```
+  ///
+  /// The defaulted `fileID`, `function` and `line` name the caller in debug builds'
+  /// race reports.
   @inlinable
   @discardableResult
-  public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
-    guard tryCheckout(file: #fileID, function: #function, line: #line) else { return nil }
+  public func tryWrite<R, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: (inout Value) throws(E) -> R
+  ) throws(E) -> R? {
+    guard tryCheckout(file: fileID, function: function, line: line) else { return nil }
     defer { endCheckout() }
     isDirty = true
     return try body(&storage.pointee)
@@ -220,7 +265,7 @@ public final class SingleWriter<Value> {
     guard !isDraining else { return }
     isDraining = true
     defer { isDraining = false }
-    while !isCheckedOut, let next = pending.pointee.popFirst() {
+    while !isCheckedOut, let next = book.pointee.pending.popFirst() {
       pendingCount -= 1
       #if DEBUG
         accessLog.beginCheckout()
@@ -250,8 +295,8 @@ public final class SingleWriter<Value> {
 
   deinit {
     hub?.close()  // ends every `changes()` consumer
-    pending.deinitialize(count: 1)
-    pending.deallocate()
+    book.deinitialize(count: 1)
+    book.deallocate()
     storage.deinitialize(count: 1)
     storage.deallocate()
   }
