@@ -97,6 +97,26 @@ let cases: [String: @Sendable (Int) -> Void] = [
     }
     sink(box.read)
   },
+  // Two threads queueing at once, for `perf record`: n writes each; ns/op is per write.
+  "tsWriteNextContended": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let threads = (0..<2).map { _ in
+      Thread { for _ in 0..<n / 2 { box.writeNext { $0.write.a += 1 } } }
+    }
+    threads.forEach { $0.start() }
+    while !threads.allSatisfy(\.isFinished) { usleep(100) }
+    sink(box.withWriter { $0.a })
+  },
+  "nslockContended": { n in
+    let lock = NSLock()
+    nonisolated(unsafe) var count = 0
+    let threads = (0..<2).map { _ in
+      Thread { for _ in 0..<n / 2 { lock.withLock { count += 1 } } }
+    }
+    threads.forEach { $0.start() }
+    while !threads.allSatisfy(\.isFinished) { usleep(100) }
+    sink(lock.withLock { count })
+  },
   "articleCheckout": { n in
     let box = opaque(ArticleSingleWriter(value: Counter()))
     for _ in 0..<n { box.writer!.write.a += 1 }

@@ -17,8 +17,7 @@ struct Inbox<Element> {
   {
     self.flag = flag
     self.lock = lock
-    entries = .allocate(capacity: 1)
-    entries.initialize(to: FIFO())
+    entries = .allocateOnOwnCacheLines(FIFO())
   }
 
   /// Frees the buffer and what is still in it; only when no thread can push any more.
@@ -30,7 +29,7 @@ struct Inbox<Element> {
   /// Spins briefly before sleeping: the lock is held for an append or a swap.
   @inlinable func acquire() {
     if sw_mutex_trylock(lock) { return }
-    for _ in 0..<64 {
+    for _ in 0..<8 {
       sw_yield_cpu()
       if sw_mutex_trylock(lock) { return }
     }

@@ -10,8 +10,7 @@ struct WriterLock {
   @usableFromInline let sync: UnsafeMutablePointer<sw_ts_sync>
 
   @usableFromInline init() {
-    sync = .allocate(capacity: 1)
-    sync.initialize(to: sw_ts_sync())
+    sync = .allocateOnOwnCacheLines(sw_ts_sync())
   }
 
   @usableFromInline func deallocate() {

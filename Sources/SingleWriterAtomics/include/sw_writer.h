@@ -68,7 +68,22 @@ static inline uintptr_t sw_uptr_load_acquire(sw_atomic_uptr *a) {
 /// Runs `body(context)` on a new detached thread; false if no thread could be made.
 bool sw_spawn_detached(void (*body)(void *), void *context);
 
+/// The size of a cache line, or of the unit that the hardware moves between cores:
+/// Apple's arm64 cores use 128 bytes, the x86-64 and other arm64 cores we target 64.
+#if defined(__APPLE__) && defined(__aarch64__)
+#define SW_CACHE_LINE 128
+#else
+#define SW_CACHE_LINE 64
+#endif
+
+/// Two groups, each on a cache line of its own (the allocation is line-aligned, and each
+/// group is padded to a line by a union, which Swift imports, unlike `_Alignas`). The
+/// holder's group is written on every write access; the inbox's group by every
+/// `writeNext` that finds the writer busy. Sharing a line, each side's stores evicted the
+/// other's copy, and under contention every queued write paid for the line's moves.
 typedef struct {
+  union {
+  struct {
   /// Checkout, queue, value-lock and observation bits, plus the reader count.
   sw_atomic_u32 state;
   /// Odd while a write access is in progress: lets readers of plain values copy
@@ -76,17 +91,6 @@ typedef struct {
   sw_atomic_u32 sequence;
   /// Bumped, then woken, when a checkout ends while a `withWriter` is parked.
   sw_atomic_u32 park_sequence;
-  /// 1 while writes wait in the container's inbox, set and cleared under `inbox_lock`.
-  sw_atomic_uptr inbox;
-  /// Guards the container's inbox: held for one append, or one swap by the holder.
-  sw_mutex inbox_lock;
-  /// The thread holding the checkout, or 0; only for catching self-deadlock.
-  sw_atomic_uptr checkout_thread;
-  /// The thread inside a write access, or 0; only for catching self-deadlock.
-  sw_atomic_uptr writing_thread;
-  /// The thread running the queue, with bit 0 set once a nested checkout end handed the
-  /// checkout back to it; 0 when no thread runs it.
-  sw_atomic_uptr serving_thread;
   /// The generation of the current `writeNext` lend, shifted left by one; bit 0 is set
   /// while the end of a lend is being resolved (kept, or retired).
   sw_atomic_u32 lend_word;
@@ -94,11 +98,32 @@ typedef struct {
   /// retired), and read with acquire ordering by a proxy's `deinit`: this orders the
   /// lender's writes before that `deinit` even for tools that do not see ARC's atomics.
   sw_atomic_u32 proxy_handoff;
+  /// The thread holding the checkout, or 0; only for catching self-deadlock.
+  sw_atomic_uptr checkout_thread;
+  /// The thread inside a write access, or 0; only for catching self-deadlock.
+  sw_atomic_uptr writing_thread;
+  /// The task that took the checkout with `checkout()`, or 0; only for a warning.
+  sw_atomic_uptr checkout_task;
+  };
+  char holder_line[SW_CACHE_LINE];
+  };
+
+  // The inbox's group: what an enqueuer touches. The holder writes here once per batch.
+  union {
+  struct {
+  /// 1 while writes wait in the container's inbox, set and cleared under `inbox_lock`.
+  sw_atomic_uptr inbox;
+  /// Guards the container's inbox: held for one append, or one swap by the holder.
+  sw_mutex inbox_lock;
   /// 1 once a thread other than the one running the queue has queued a write since the
   /// queue's last batch: only such writes may be handed to a helper thread.
   sw_atomic_u32 foreign_arrivals;
-  /// The task that took the checkout with `checkout()`, or 0; only for a warning.
-  sw_atomic_uptr checkout_task;
+  /// The thread running the queue, with bit 0 set once a nested checkout end handed the
+  /// checkout back to it; 0 when no thread runs it.
+  sw_atomic_uptr serving_thread;
+  };
+  char inbox_line[SW_CACHE_LINE];
+  };
 } sw_ts_sync;
 
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
