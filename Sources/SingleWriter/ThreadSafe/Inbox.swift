@@ -29,8 +29,8 @@ struct Inbox<Element> {
   /// Spins briefly before sleeping: the lock is held for an append or a swap.
   @inlinable func acquire() {
     if sw_mutex_trylock(lock) { return }
-    for _ in 0..<8 {
-      sw_yield_cpu()
+    for round in 0..<6 {
+      for _ in 0..<(1 << round) { sw_yield_cpu() }
       if sw_mutex_trylock(lock) { return }
     }
     sw_mutex_lock(lock)

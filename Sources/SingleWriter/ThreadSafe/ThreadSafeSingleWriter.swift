@@ -127,8 +127,12 @@ public final class ThreadSafeSingleWriter<Value> {
   /// ```
   @inlinable
   public var writer: ThreadSafeWriterProxy<Value>? {
-    guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
-    return ThreadSafeWriterProxy(owning: self)
+    // Always inlined: a proxy made in the caller's own code and released there is
+    // allocated on the stack; one returned from a call is not.
+    @inline(__always) get {
+      guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
+      return ThreadSafeWriterProxy(owning: self)
+    }
   }
 
   /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
