@@ -3,6 +3,8 @@ import Foundation
 import SingleWriterAtomics
 import Testing
 
+@testable import SingleWriter
+
 /// The C platform layer's promises that the Swift code builds on. The suite runs plain,
 /// with `-Xcc -DSINGLEWRITER_PORTABLE_WAIT` (the parking lot that Apple OSes before
 /// `os_sync` get) and with `-Xcc -DSINGLEWRITER_CHAOS`.
@@ -13,6 +15,26 @@ import Testing
     let pointer = UnsafeMutablePointer<sw_atomic_u32>.allocate(capacity: 1)
     init() { pointer.initialize(to: sw_atomic_u32()) }
     deinit { pointer.deallocate() }
+  }
+
+  @Test func theHoldersAndTheEnqueuersAtomicsAreOnCacheLinesOfTheirOwn() {
+    let line = Int(SW_CACHE_LINE)
+    #expect(MemoryLayout<sw_ts_sync>.size == 2 * line)
+    let sync = UnsafeMutablePointer<sw_ts_sync>.allocateOnOwnCacheLines(sw_ts_sync())
+    defer { sync.deallocate() }
+    let base = Int(bitPattern: sync)
+    #expect(base % line == 0)
+    func lineOf<T>(_ field: UnsafeMutablePointer<T>) -> Int {
+      (Int(bitPattern: field) - base) / line
+    }
+    for holder in [lineOf(sw_ts_state(sync)), lineOf(sw_ts_sequence(sync))] {
+      #expect(holder == 0)
+    }
+    #expect(lineOf(sw_ts_writing_thread(sync)) == 0)
+    #expect(lineOf(sw_ts_checkout_task(sync)) == 0)
+    #expect(lineOf(sw_ts_inbox(sync)) == 1)
+    #expect(lineOf(sw_ts_inbox_lock(sync)) == 1)
+    #expect(lineOf(sw_ts_serving_thread(sync)) == 1)
   }
 
   @Test func threadIDsAreNonZeroDistinctStableAndLeaveTheLowBitFree() async {

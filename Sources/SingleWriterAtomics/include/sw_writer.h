@@ -126,6 +126,11 @@ typedef struct {
   };
 } sw_ts_sync;
 
+// Each group fits its line, so the inbox's group starts exactly one line in; checked for
+// every target by Scripts/cross-compile-c.sh.
+_Static_assert(offsetof(sw_ts_sync, inbox) == SW_CACHE_LINE, "holder group overflows");
+_Static_assert(sizeof(sw_ts_sync) == 2 * SW_CACHE_LINE, "inbox group overflows");
+
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
 static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
