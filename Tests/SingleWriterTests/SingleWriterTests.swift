@@ -118,6 +118,21 @@ struct User: Equatable {
     #expect(box.read == 11)
   }
 
+  /// Release builds once freed `held` as soon as the access had loaded the value's
+  /// address, so its release ran the queued write before the append was stored, and the
+  /// append then overwrote it.
+  @Test func aWriteThroughAHeldProxyFinishesBeforeItsReleaseRunsTheQueue() {
+    for count in [0, 1, 7] {
+      let box = SingleWriter(value: [Int](repeating: -1, count: count))
+      var held = box.writer
+      box.writeNext { $0.write.append(1) }
+      held?.write.append(0)
+      held = nil
+      #expect(box.read.suffix(2) == [0, 1])
+      _ = held
+    }
+  }
+
   @Test func nestedWriteNextGoesToTheBackOfTheQueue() {
     let box = SingleWriter(value: [String]())
     var held = box.writer

@@ -94,6 +94,20 @@ final class Log: @unchecked Sendable {
     _ = held
   }
 
+  /// The shape that lost a queued write on the plain type in release builds (see
+  /// SingleWriterTests): the proxy must live until its access has ended.
+  @Test func aWriteThroughAHeldProxyFinishesBeforeItsReleaseRunsTheQueue() {
+    for count in [0, 1, 7] {
+      let box = ThreadSafeSingleWriter(value: [Int](repeating: -1, count: count))
+      var held = box.writer
+      box.writeNext { $0.write.append(1) }
+      held?.write.append(0)
+      held = nil
+      #expect(box.read.suffix(2) == [0, 1])
+      _ = held
+    }
+  }
+
   @Test func nestedWriteNextGoesToTheBackOfTheQueue() {
     let box = ThreadSafeSingleWriter(value: [String]())
     var held = box.writer

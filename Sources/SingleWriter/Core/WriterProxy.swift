@@ -31,11 +31,16 @@ public final class WriterProxy<Value> {
   /// The container's value, read and mutated in place.
   @inlinable
   public var write: Value {
+    // `_fixLifetime(self)` after each access: the access goes through `value`, not
+    // `self`, so without it an optimizer may free the proxy, and so end the checkout and
+    // run the queue, as soon as `value` is loaded, before the caller's mutation is
+    // stored. Release builds did: `held?.write.append(0); held = nil` lost a queued write.
     _read {
       if lease == .idle { staleProxyFailure() }
       #if DEBUG
         owner.accessLog.check(.read)
       #endif
+      defer { _fixLifetime(self) }
       yield value.pointee
     }
     _modify {
@@ -44,6 +49,7 @@ public final class WriterProxy<Value> {
       #if DEBUG
         owner.accessLog.check(.write)
       #endif
+      defer { _fixLifetime(self) }
       yield &value.pointee
     }
   }

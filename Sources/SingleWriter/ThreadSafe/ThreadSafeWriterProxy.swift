@@ -52,15 +52,22 @@ public final class ThreadSafeWriterProxy<Value> {
   /// The container's value, read and mutated in place.
   @inlinable
   public var write: Value {
+    // `_fixLifetime(self)`: the proxy lives until its access has ended (see WriterProxy).
     _read {
       lock.beginRead()
-      defer { lock.endRead() }
+      defer {
+        lock.endRead()
+        _fixLifetime(self)
+      }
       lock.checkLend(generation)
       yield value.pointee
     }
     _modify {
       lock.beginWriting()
-      defer { lock.endWriting() }
+      defer {
+        lock.endWriting()
+        _fixLifetime(self)
+      }
       lock.checkLend(generation)
       yield &value.pointee
     }
