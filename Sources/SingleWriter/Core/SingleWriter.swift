@@ -130,6 +130,9 @@ public final class SingleWriter<Value> {
       accessLog.enter(.read, file: fileID, function: function, line: line)
       defer { accessLog.leave(.read) }
     #endif
+    // The copy goes through `storage`: keep the container, which frees it, alive until
+    // the copy is made (a temporary's lifetime could end once `storage` is loaded).
+    defer { _fixLifetime(self) }
     return storage.pointee
   }
 

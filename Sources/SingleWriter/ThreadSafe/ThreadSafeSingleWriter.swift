@@ -99,6 +99,7 @@ public final class ThreadSafeSingleWriter<Value> {
   /// sees half a write.
   @inlinable
   public var read: Value {
+    defer { _fixLifetime(self) }  // alive until the copy is made; see SingleWriter.read
     // A value with no references to count is copied optimistically and checked against
     // the write sequence: no read-modify-write at all. Others take a reader slot.
     if _isPOD(Value.self) {
@@ -170,7 +171,10 @@ public final class ThreadSafeSingleWriter<Value> {
   @discardableResult
   public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
     guard lock.tryBeginClosureWrite() else { return nil }
-    defer { if !lock.tryEndClosureWrite() { finishClosureWrite() } }
+    defer {
+      if !lock.tryEndClosureWrite() { finishClosureWrite() }
+      _fixLifetime(self)  // `body` writes through `storage`, which the container frees
+    }
     return try body(&storage.pointee)
   }
 
@@ -197,7 +201,10 @@ public final class ThreadSafeSingleWriter<Value> {
   @inlinable
   public func withWriter<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
     if !lock.tryBeginClosureWrite() { waitForClosureWrite() }
-    defer { if !lock.tryEndClosureWrite() { finishClosureWrite() } }
+    defer {
+      if !lock.tryEndClosureWrite() { finishClosureWrite() }
+      _fixLifetime(self)  // `body` writes through `storage`, which the container frees
+    }
     return try body(&storage.pointee)
   }
 
