@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Observation
+import SingleWriterAtomics
 import Testing
 
 @testable import SingleWriter
@@ -223,6 +224,51 @@ final class Log: @unchecked Sendable {
     done.wait()
     #expect(box.read == ["from the other thread", "queued"])
     #expect(box.writer != nil)
+  }
+
+  /// A waiter that had to sleep shortens the next waiters' spin, never below the floor,
+  /// and one that gets the writer while spinning lengthens it, never above the ceiling.
+  @Test func withWriterSpinsLessAfterSleepingAndMoreAfterASpinPaysOff() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let rounds = { sw_load_acquire(box.lock.spinRounds) }
+    #expect(rounds() == WriterLock.maxSpinRounds)
+    /// Holds the writer until a `withWriter` on another thread has gone to sleep for it.
+    func makeAWaiterSleep() {
+      let held = Locked(box.writer)
+      let done = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        box.withWriter { $0 += 1 }
+        done.signal()
+      }
+      while sw_load_acquire(box.lock.state) & WriterState.parked == 0 { usleep(100) }
+      held.withLock { $0 = nil }
+      done.wait()
+    }
+    for expected in [WriterLock.maxSpinRounds - 1, WriterLock.maxSpinRounds - 2] {
+      makeAWaiterSleep()
+      #expect(rounds() == expected)
+    }
+    for _ in 0..<10 { makeAWaiterSleep() }
+    #expect(rounds() == WriterLock.minSpinRounds)
+    #expect(box.read == 12)
+    // A spin that ends with the writer: the holder lets go after a few pauses' worth.
+    var raised = false
+    for _ in 0..<1_000 where !raised {
+      let before = rounds()
+      let started = Locked(false)
+      let done = DispatchSemaphore(value: 0)
+      box.tryWrite { _ in
+        Thread.detachNewThread {
+          started.withLock { $0 = true }
+          box.withWriter { $0 += 1 }
+          done.signal()
+        }
+        while !started.withLock({ $0 }) {}
+      }
+      done.wait()
+      raised = rounds() == before + 1
+    }
+    #expect(raised, "no waiter ever got the writer while spinning")
   }
 
   @Test func withWriterWaitsItsTurnBehindQueuedWrites() {

@@ -11,7 +11,14 @@ struct WriterLock {
 
   @usableFromInline init() {
     sync = .allocateOnOwnCacheLines(sw_ts_sync())
+    sw_store_release(sw_ts_spin_rounds(sync), WriterLock.maxSpinRounds)
   }
+
+  /// A blocked `withWriter` spins from `minSpinRounds` to `maxSpinRounds` rounds, looking
+  /// at the writer after 1, 2, 4, ... pauses: 3 pauses at least, 127 (a few microseconds)
+  /// at most.
+  @usableFromInline static let minSpinRounds: UInt32 = 2
+  @usableFromInline static let maxSpinRounds: UInt32 = 7
 
   @usableFromInline func deallocate() {
     sync.deinitialize(count: 1)
@@ -23,6 +30,7 @@ struct WriterLock {
   @inlinable var parkSequence: UnsafeMutablePointer<sw_atomic_u32> {
     sw_ts_park_sequence(sync)
   }
+  @inlinable var spinRounds: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_spin_rounds(sync) }
   @inlinable var inbox: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_inbox(sync) }
   @inlinable var inboxLock: UnsafeMutablePointer<sw_mutex> { sw_ts_inbox_lock(sync) }
   @inlinable var checkoutThread: UnsafeMutablePointer<sw_atomic_uptr> {

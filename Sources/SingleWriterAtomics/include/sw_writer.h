@@ -98,6 +98,9 @@ typedef struct {
   /// retired), and read with acquire ordering by a proxy's `deinit`: this orders the
   /// lender's writes before that `deinit` even for tools that do not see ARC's atomics.
   sw_atomic_u32 proxy_handoff;
+  /// How many rounds a blocked `withWriter` spins before it parks, adapted to how often
+  /// spinning has paid off; written only when it changes.
+  sw_atomic_u32 spin_rounds;
   /// The thread holding the checkout, or 0; only for catching self-deadlock.
   sw_atomic_uptr checkout_thread;
   /// The thread inside a write access, or 0; only for catching self-deadlock.
@@ -134,6 +137,7 @@ _Static_assert(sizeof(sw_ts_sync) == 2 * SW_CACHE_LINE, "inbox group overflows")
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
 static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
+static inline sw_atomic_u32 *sw_ts_spin_rounds(sw_ts_sync *s) { return &s->spin_rounds; }
 static inline sw_atomic_uptr *sw_ts_inbox(sw_ts_sync *s) { return &s->inbox; }
 static inline sw_mutex *sw_ts_inbox_lock(sw_ts_sync *s) { return &s->inbox_lock; }
 static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
