@@ -271,6 +271,34 @@ final class Log: @unchecked Sendable {
     #expect(raised, "no waiter ever got the writer while spinning")
   }
 
+  /// Past 4,096 waiting writes, a `writeNext` from another thread than the queue's runner
+  /// yields its time slice: it must still return while the runner is stuck, and lose or
+  /// reorder nothing.
+  @Test func aDeepBacklogBehindABusyRunnerNeverMakesWriteNextWait() {
+    let box = ThreadSafeSingleWriter(value: [Int]())
+    let held = Locked(box.writer)
+    let gate = DispatchSemaphore(value: 0)
+    let running = DispatchSemaphore(value: 0)
+    box.writeNext { proxy in
+      running.signal()
+      gate.wait()  // the runner is stuck here, holding the checkout
+      proxy.write.append(-1)
+    }
+    let released = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      held.withLock { $0 = nil }  // this thread runs the queue
+      released.signal()
+    }
+    running.wait()
+    #expect(sw_uptr_load(box.lock.servingThread) != 0)
+    for value in 0..<10_000 { box.writeNext { $0.write.append(value) } }
+    #expect(box.pendingCount == 10_000, "every call returned with the runner stuck")
+    gate.signal()
+    released.wait()
+    // The rest may have gone to a helper thread: withWriter waits behind all of it.
+    #expect(box.withWriter { $0 } == [-1] + Array(0..<10_000))
+  }
+
   @Test func withWriterWaitsItsTurnBehindQueuedWrites() {
     let box = ThreadSafeSingleWriter(value: [String]())
     var held = box.writer

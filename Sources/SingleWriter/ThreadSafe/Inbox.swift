@@ -36,16 +36,18 @@ struct Inbox<Element> {
     sw_mutex_lock(lock)
   }
 
-  /// Publishes `element`; whoever takes the batch sees it whole. Returns `true` if the
-  /// inbox was empty: only then must the caller make sure someone will take it. An
-  /// entry pushed behind others is taken with them, by whoever takes them.
-  @inlinable func push(_ element: Element) -> Bool {
+  /// Publishes `element`; whoever takes the batch sees it whole. Returns `first`, `true`
+  /// if the inbox was empty: only then must the caller make sure someone will take it (an
+  /// entry pushed behind others is taken with them, by whoever takes them); and how many
+  /// entries wait now.
+  @inlinable func push(_ element: Element) -> (first: Bool, waiting: Int) {
     acquire()
     entries.pointee.append(element)
+    let waiting = entries.pointee.count
     let first = sw_uptr_load(flag) == 0
     if first { sw_uptr_store(flag, 1) }
     sw_mutex_unlock(lock)
-    return first
+    return (first, waiting)
   }
 
   /// A hint, without the lock: an entry pushed just now may not be seen yet.

