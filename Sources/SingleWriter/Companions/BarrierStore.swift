@@ -40,7 +40,9 @@ import Dispatch
 /// therefore never wait for the store's own queue, which is how the classic design's
 /// semaphore-based sync calls deadlock. A key's `hash(into:)` or `==` must not use the
 /// store: with the barrier queue, or inside a write with the lock, that stops the program
-/// with a message; inside a read with the lock, a write would wait forever.
+/// with a message; inside a read with the lock, a write would wait forever, and so would a
+/// read as soon as another thread's write is waiting (the lock lets waiting writers go
+/// before new readers).
 public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
   // Sendable because `storage` is read only with shared access and written only with
   // exclusive access: under `lock` taken shared or exclusive, or, with no lock, inside a
