@@ -26,7 +26,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       try await waitForTurn()
       lock.beginClosureWrite()
     }
-    defer { if !lock.tryEndClosureWrite() { finishClosureWrite() } }
+    defer {
+      if !lock.tryEndClosureWrite() { finishClosureWrite() }
+      _fixLifetime(self)  // `body` writes through `storage`, which the container frees
+    }
     return try body(&storage.pointee)
   }
 

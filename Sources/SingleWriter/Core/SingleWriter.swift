@@ -207,7 +207,10 @@ public final class SingleWriter<Value> {
     _ body: (inout Value) throws(E) -> R
   ) throws(E) -> R? {
     guard tryCheckout(file: fileID, function: function, line: line) else { return nil }
-    defer { endCheckout() }
+    defer {
+      endCheckout()
+      _fixLifetime(self)  // `body` writes through `storage`, which the container frees
+    }
     isDirty = true
     return try body(&storage.pointee)
   }

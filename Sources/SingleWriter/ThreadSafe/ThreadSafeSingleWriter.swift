@@ -530,8 +530,14 @@ public final class ThreadSafeSingleWriter<Value> {
         if budget > WriterLock.minSpinRounds { sw_store_release(lock.spinRounds, budget - 1) }
       }
       if now &- parkedSince > 1_000_000 { break }
-      // Park: read the sequence first, so a release between here and the wait is seen.
+      // Park: read the sequence, then the state afresh, so that a release before the
+      // sequence read shows in the state (and the writer is taken instead), and one after
+      // it changes the sequence and ends the wait at once. With a stale state that already
+      // showed `parked`, a release in between cleared the bit, never bumped the sequence
+      // again, and left this thread asleep until its timeout.
       let sequence = sw_load_acquire(lock.parkSequence)
+      s = sw_load_acquire(lock.state)
+      if s & (WriterState.writer | WriterState.queued) == 0 { continue }
       if s & WriterState.parked == 0 {
         guard sw_cas(lock.state, &s, s | WriterState.parked) else { continue }
       }
