@@ -27,6 +27,9 @@ public final class SingleWriter<Value> {
   // optimizer does not follow: release builds were seen to move a stored property's
   // update past the release of a proxy whose `deinit` reads it, losing queued writes.
   // Memory behind a pointer may be touched by any call, so every access stays in place.
+  // This is a separate hazard from the one `_fixLifetime` guards against in the proxy's
+  // accessors: with that fix in and these as stored properties, release tests still lose
+  // queued writes (checked on 2026-11-23).
   // Exclusivity is proved by the design rather than checked: the type is confined to one
   // thread, and each access is a short load or store.
   @usableFromInline let book: UnsafeMutablePointer<Bookkeeping>

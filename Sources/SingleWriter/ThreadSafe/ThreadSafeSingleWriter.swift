@@ -499,7 +499,8 @@ public final class ThreadSafeSingleWriter<Value> {
     // threads, where the thread that just wrote takes the writer again at once, waiters
     // sleep instead, so that thread writes on with the cache line its own rather than
     // the line moving between cores on every write. Throughput against NSLock on 2
-    // cores at 2, 4 and 8 threads: a fixed 100-pause spin 0.55-0.87x; this 1.2-3.5x.
+    // cores at 2, 4 and 8 threads: a fixed 100-pause spin 0.55-0.87x; this, with the
+    // wake-up rule below, 3.7x, 1.8x and 1.6x.
     let budget = sw_load_relaxed(lock.spinRounds)
     var wokenOnce = false
     var spins: UInt32 = 0
