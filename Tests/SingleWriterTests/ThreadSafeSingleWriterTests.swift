@@ -240,7 +240,7 @@ final class Log: @unchecked Sendable {
         box.withWriter { $0 += 1 }
         done.signal()
       }
-      while sw_load_acquire(box.lock.state) & WriterState.parked == 0 { usleep(100) }
+      while !box.lock.word.hasParked { usleep(100) }
       held.withLock { $0 = nil }
       done.wait()
     }
@@ -290,7 +290,7 @@ final class Log: @unchecked Sendable {
       released.signal()
     }
     running.wait()
-    #expect(sw_uptr_load(box.lock.servingThread) != 0)
+    #expect(box.lock.withHandOffLock { box.handOff.pointee.server } != 0)
     for value in 0..<10_000 { box.writeNext { $0.write.append(value) } }
     #expect(box.pendingCount == 10_000, "every call returned with the runner stuck")
     gate.signal()

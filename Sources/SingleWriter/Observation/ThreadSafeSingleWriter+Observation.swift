@@ -12,8 +12,7 @@ extension ThreadSafeSingleWriter {
   /// ordered, so publications are too.
   @inlinable
   func publishIfDirty() {
-    guard sw_load_relaxed(lock.state) & WriterState.dirty != 0 else { return }
-    sw_fetch_and(lock.state, ~WriterState.dirty)
+    guard lock.word.isDirty, lock.update({ $0.takeDirty() }) != nil else { return }
     hub.publish()
   }
 
@@ -22,7 +21,7 @@ extension ThreadSafeSingleWriter {
   func subscriptionArrived() {
     hub.withLock {
       if hub.subscriptions == 0, hub.notifier == nil {
-        sw_fetch_or(lock.state, WriterState.observed)
+        lock.update { $0.observe() }
       }
       hub.subscriptions += 1
     }
@@ -34,7 +33,7 @@ extension ThreadSafeSingleWriter {
     hub.withLock {
       hub.subscriptions -= 1
       if hub.subscriptions == 0, hub.notifier == nil {
-        sw_fetch_and(lock.state, ~(WriterState.observed | WriterState.dirty))
+        lock.update { $0.unobserve() }
       }
     }
   }
@@ -43,7 +42,7 @@ extension ThreadSafeSingleWriter {
   var subscriberCount: Int { hub.withLock { hub.subscriptions } }
 
   /// Whether checkout ends publish; for tests.
-  var isObserved: Bool { sw_load_relaxed(lock.state) & WriterState.observed != 0 }
+  var isObserved: Bool { lock.word.isObserved }
 }
 
 extension ThreadSafeSingleWriter where Value: Sendable {
@@ -203,7 +202,7 @@ extension ThreadSafeSingleWriter {
     hub.installNotifier {
       ObservationTracker(subject: self, keyPath: \.trackedRead)
     } markObserved: {
-      sw_fetch_or(lock.state, WriterState.observed)
+      lock.update { $0.observe() }
     }
   }
 }

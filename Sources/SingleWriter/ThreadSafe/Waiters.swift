@@ -1,40 +1,5 @@
 import SingleWriterAtomics
 
-/// Bits of a ``ThreadSafeSingleWriter``'s 32-bit state word.
-///
-/// One word holds both the long-lived checkout (`writer`) and the short-lived lock on
-/// the value (`writing` or a reader count), so a closure write takes and drops both
-/// with one compare-and-exchange each, as cheap as a mutex.
-@usableFromInline
-enum WriterState {
-  /// Someone holds the checkout: a proxy, a closure write or the queue's runner.
-  @inlinable static var writer: UInt32 { 1 }
-  /// Writes wait in the queue: the checkout cannot be taken by a newcomer, and ending it
-  /// runs the queue. Cleared only by the release that leaves the queue empty.
-  @inlinable static var queued: UInt32 { 2 }
-  /// A write access holds the value exclusively.
-  @inlinable static var writing: UInt32 { 4 }
-  /// A thread sleeps in `sw_wait` for `writing` or the readers to clear.
-  @inlinable static var waiters: UInt32 { 8 }
-  /// Someone listens to `changes()`: ending a checkout publishes the value.
-  @inlinable static var observed: UInt32 { 16 }
-  /// Written since the last publication; set only while `observed` (`observed << 1`).
-  @inlinable static var dirty: UInt32 { 32 }
-  /// A `withWriter` is parked until the checkout ends; the release wakes one.
-  @inlinable static var parked: UInt32 { 64 }
-  /// One reader; the bits from here up count the readers copying the value.
-  @inlinable static var reader: UInt32 { 128 }
-  @inlinable static var readerShift: UInt32 { 7 }
-  /// Bits that do not stop a write access from starting.
-  @inlinable static var compatibleWithWriting: UInt32 {
-    writer | queued | waiters | observed | dirty | parked
-  }
-  /// Bits that a free checkout may carry and a closure write may start over.
-  @inlinable static var idle: UInt32 { waiters | observed | dirty | parked }
-  /// `dirty` if `s` is observed, else 0: a write marks itself without a branch.
-  @inlinable static func dirtyIfObserved(_ s: UInt32) -> UInt32 { (s & observed) << 1 }
-}
-
 /// A task suspended in `write` or `checkout` until the queue reaches it.
 @usableFromInline
 final class TaskWaiter: @unchecked Sendable {
