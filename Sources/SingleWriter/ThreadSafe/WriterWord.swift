@@ -155,11 +155,12 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   }
 
   /// Ends an observed closure write at once when observation is the only reason it could
-  /// not: clears `dirty` too. `true`: it was dirty, publish.
+  /// not: clears `dirty` too. `true`: it was dirty, publish. `observed` is kept as it is
+  /// now, not as it was: the last subscriber may have left during the write.
   @inlinable func endObservedClosureWrite() -> (WriterWord, Bool)? {
     let rest = raw & ~(WriterWord.observed | WriterWord.dirty)
     guard rest == WriterWord.writer | WriterWord.writing else { return nil }
-    return (WriterWord(raw: WriterWord.observed), isDirty)
+    return (WriterWord(raw: raw & WriterWord.observed), isDirty)
   }
 
   /// A write joins the hand-off, under its lock, while `queued` is clear: sets it, and
