@@ -16,6 +16,11 @@ import SingleWriterAtomics
 /// at once by swapping buffers and runs the batch with no lock (flat combining), so it
 /// takes the lock once per batch, never per write, and in steady state nothing is
 /// allocated.
+///
+/// Serving is a role, handed on rather than given to a helper thread: a server that has
+/// served other threads for over a millisecond, and has run what it owes, lets the next
+/// thread that queues take over at the end of a batch. That thread has not returned yet,
+/// so when every call has returned, every queued write has run.
 @usableFromInline
 struct HandOff<Entry> {
   /// Writes that found the checkout busy, oldest first, until the holder takes them.
@@ -28,9 +33,19 @@ struct HandOff<Entry> {
   /// A checkout ended inside the server's own run (a proxy kept by a queued write, then
   /// released there) and was handed back to that run instead of starting another.
   @usableFromInline var handedBack = false
-  /// A thread other than the server queued since the last batch: only then may the
-  /// server pass the queue to a helper thread.
-  @usableFromInline var foreignArrivals = false
+  /// How many entries have arrived, and how many servers have taken into their batches,
+  /// since the container was made.
+  @usableFromInline var arrived: UInt64 = 0
+  @usableFromInline var taken: UInt64 = 0
+  /// The server owes every entry up to this one: those queued before it began serving,
+  /// and those that its own thread queues (nested writes). It hands the queue on only
+  /// once they have run, so that a release returns only after the writes it promises.
+  @usableFromInline var owedThrough: UInt64 = 0
+  /// The server has served other threads past its time: the next thread to queue from
+  /// elsewhere becomes its successor.
+  @usableFromInline var successorWanted = false
+  /// The thread that takes over serving, blocked until the server's batch ends.
+  @usableFromInline var successor: Waiter?
 
   @inlinable init() {}
 
@@ -41,21 +56,34 @@ struct HandOff<Entry> {
     @usableFromInline var setQueued: Bool
     /// Thousands wait while another thread serves: give it the CPU.
     @usableFromInline var yield: Bool
+    /// This thread was chosen to take over serving: wait on it.
+    @usableFromInline var successor: Waiter?
 
-    @inlinable init(setQueued: Bool, yield: Bool) {
+    @inlinable init(setQueued: Bool, yield: Bool, successor: Waiter?) {
       self.setQueued = setQueued
       self.yield = yield
+      self.successor = successor
     }
   }
 
-  /// `thread` queues `entry`.
-  @inlinable mutating func arrive(_ entry: Entry, from thread: UInt) -> Arrival {
-    inbox.append(entry)
-    if server != thread { foreignArrivals = true }
-    let yield = inbox.count > 4_096 && server != 0 && server != thread
-    guard !queued else { return Arrival(setQueued: false, yield: yield) }
-    queued = true
-    return Arrival(setQueued: true, yield: yield)
+  /// `thread` queues `entry`, at the back, or at the front for a task whose turn came
+  /// and that lost the writer to a running thread.
+  @inlinable mutating func arrive(
+    _ entry: Entry, from thread: UInt, atFront: Bool = false
+  ) -> Arrival {
+    if atFront { inbox.prepend(entry) } else { inbox.append(entry) }
+    arrived &+= 1
+    var chosen: Waiter?
+    if thread == server {
+      owedThrough = arrived
+    } else if successorWanted, successor == nil {
+      successorWanted = false
+      chosen = Waiter()
+      successor = chosen
+    }
+    let yield = chosen == nil && inbox.count > 4_096 && server != 0 && server != thread
+    defer { queued = true }
+    return Arrival(setQueued: !queued, yield: yield, successor: chosen)
   }
 
   /// What a checkout's end does with the hand-off.
@@ -74,8 +102,14 @@ struct HandOff<Entry> {
       handedBack = true
       return .handedBack
     }
-    server = thread
+    beginServing(thread)
     return .serve
+  }
+
+  /// `thread` serves from now on, and owes everything queued so far.
+  @inlinable mutating func beginServing(_ thread: UInt) {
+    server = thread
+    owedThrough = arrived
   }
 
   /// What the server does when its batch is done.
@@ -85,49 +119,50 @@ struct HandOff<Entry> {
     case run
     /// The queue is empty: free the checkout (in the word, under the lock).
     case release
-    /// Other threads have kept the queue full past the server's time: pass it on.
-    case passOn
+    /// Pass the checkout, and the queue with it, to the successor, and return.
+    case handOver(Waiter)
   }
 
-  /// The server's batch is done: takes the next one into `pending`, or decides to free
-  /// the checkout or pass the queue on. `mayPassOn`: this server has served for longer
-  /// than it should for other threads.
-  @inlinable mutating func nextBatch(
-    into pending: inout FIFO<Entry>, mayPassOn: Bool
-  ) -> Next {
+  /// The server's batch is done: takes the next one into `pending`, or frees the checkout,
+  /// or passes it to a successor. `late`: this server began serving over a millisecond ago.
+  @inlinable mutating func nextBatch(into pending: inout FIFO<Entry>, late: Bool) -> Next {
     assert(pending.isEmpty, "a batch taken over another")
+    let paid = taken >= owedThrough
+    if let next = successor, paid || inbox.isEmpty {
+      successor = nil
+      server = 0
+      return .handOver(next)
+    }
     if inbox.isEmpty {
       queued = false
       server = 0
+      successorWanted = false
       return .release
     }
-    if mayPassOn, foreignArrivals {
-      server = 0
-      return .passOn
-    }
-    foreignArrivals = false
+    if late, paid, successor == nil { successorWanted = true }
     swap(&pending, &inbox)
+    taken &+= UInt64(pending.count)
     return .run
   }
 
+  /// The server stops without freeing the checkout: a queued write kept its proxy, or a
+  /// waiter was handed the checkout. Whoever ends that checkout serves next, so a chosen
+  /// successor is let go (returned, to be dismissed).
+  @inlinable mutating func stopServing(_ thread: UInt) -> Waiter? {
+    if server == thread { server = 0 }
+    successorWanted = false
+    defer { successor = nil }
+    return successor
+  }
+
   /// After a queued write kept its proxy, and that write's closure is gone: `true` if the
-  /// proxy's release handed the checkout back already, and the run goes on.
-  @inlinable mutating func proxyKept(by thread: UInt) -> Bool {
+  /// proxy's release handed the checkout back already, and the run goes on; otherwise
+  /// the server stops (see `stopServing`).
+  @inlinable mutating func proxyKept(by thread: UInt) -> (goesOn: Bool, dismissed: Waiter?) {
     if handedBack {
       handedBack = false
-      return true
+      return (true, nil)
     }
-    if server == thread { server = 0 }
-    return false
-  }
-
-  /// The server hands the checkout to a waiter.
-  @inlinable mutating func stopServing(_ thread: UInt) {
-    if server == thread { server = 0 }
-  }
-
-  /// A helper thread begins serving a queue passed on to it.
-  @inlinable mutating func beginServing(_ thread: UInt) {
-    server = thread
+    return (false, stopServing(thread))
   }
 }

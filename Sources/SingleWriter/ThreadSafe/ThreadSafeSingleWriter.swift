@@ -37,8 +37,6 @@ public final class ThreadSafeSingleWriter<Value> {
   /// in the inlinable `init`, so it is specialized for `Value` in the caller's module
   /// instead of running as unspecialized generic code from a proxy's `deinit`.
   @usableFromInline let finishCheckout: (ThreadSafeSingleWriter<Value>) -> Void
-  /// `serveQueue` for the helper thread, which serves until the queue is empty.
-  @usableFromInline let runQueueAsHelper: (ThreadSafeSingleWriter<Value>) -> Void
   /// Touched only by the checkout holder; acquire/release on the state word, or a
   /// waiter's grant, orders it from one holder to the next.
   @usableFromInline @exclusivity(unchecked) var spare: ThreadSafeWriterProxy<Value>?
@@ -55,9 +53,15 @@ public final class ThreadSafeSingleWriter<Value> {
   /// A write waiting for the checkout.
   @usableFromInline
   enum Pending {
+    /// A `writeNext` body, lent the spare proxy when its turn comes.
     case write(@Sendable (ThreadSafeWriterProxy<Value>) -> Void)
+    /// A `withWriter` that has waited long: handed the checkout, and it serves after.
     case waiter(Waiter)
-    case task(TaskWaiter)
+    /// An `await write`: the server runs its body for it, then resumes the task. The task
+    /// never owns the checkout, so no thread ever waits for a suspended task's turn.
+    case asyncWrite(TaskWaiter, (UnsafeMutablePointer<Value>) -> Void)
+    /// A `checkout()`: woken when its turn comes, to take the writer if it can.
+    case checkout(TaskWaiter)
   }
 
   /// The writes that found the checkout busy and the thread serving them, behind the
@@ -72,7 +76,6 @@ public final class ThreadSafeSingleWriter<Value> {
     storage = .allocateOnOwnCacheLines(value)
     pending = .allocateOnOwnCacheLines(FIFO())
     finishCheckout = { $0.finishCheckoutNow() }
-    runQueueAsHelper = { $0.serveAsHelper() }
   }
 
   deinit {
@@ -136,8 +139,9 @@ public final class ThreadSafeSingleWriter<Value> {
 
   /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
   /// order, on whichever thread ends the checkout ahead of it. That thread runs what was
-  /// queued before it, and what those writes queue, before it returns; writes that other
-  /// threads keep queueing for more than about a millisecond go to a helper thread.
+  /// queued before it, and what those writes queue, before it returns; when other threads
+  /// keep queueing for more than about a millisecond, the next of them to call this takes
+  /// over serving before it returns. So when every call has returned, every write has run.
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
   /// that thread leave it the CPU.
@@ -218,8 +222,11 @@ public final class ThreadSafeSingleWriter<Value> {
   /// only the holder may touch.
   var pendingCount: Int {
     func counts(_ entry: Pending) -> Bool {
-      guard case .task(let waiter) = entry else { return true }
-      return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
+      switch entry {
+      case .write, .waiter: return true
+      case .asyncWrite(let waiter, _), .checkout(let waiter):
+        return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
+      }
     }
     var count = 0
     pending.pointee.forEach { if counts($0) { count += 1 } }
@@ -227,25 +234,37 @@ public final class ThreadSafeSingleWriter<Value> {
     return count
   }
 
-  /// Queues `entry` behind the checkout. If the checkout turned out to be free, takes
-  /// it and serves the queue here, so nothing is ever stranded.
+  /// Queues `entry` behind the checkout, at the back, or at the front for a task whose
+  /// turn came and that lost the writer to a running thread. If the checkout turned out
+  /// to be free, takes it and serves the queue here, so nothing is ever stranded.
   ///
   /// Under the hand-off's lock, only the first entry since the queue was last empty
   /// touches the state word: it sets `queued`, taking a free checkout with it. The holder
   /// clears `queued` under the same lock, only with the inbox empty, so an entry is either
   /// seen by the holder's next batch or finds the checkout free and serves itself.
   @inlinable
-  func enqueue(_ entry: Pending) {
+  func enqueue(_ entry: Pending, atFront: Bool = false) {
     let me = sw_current_thread()
     let (arrival, tookOver) = lock.withHandOffLock {
-      let arrival = handOff.pointee.arrive(entry, from: me)
+      let arrival = handOff.pointee.arrive(entry, from: me, atFront: atFront)
       return (arrival, arrival.setQueued && lock.markQueued())
     }
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
     // up the rest of this time slice (the call still returns without waiting), so that
     // on a machine with fewer cores than writers that thread gets to run.
     if arrival.yield { sw_yield_thread() }
-    if tookOver { finishCheckout(self) }
+    if tookOver { return finishCheckout(self) }
+    if let successor = arrival.successor { takeOverServing(successor) }
+  }
+
+  /// This thread was chosen to take over serving from a thread that has served others
+  /// for long enough: waits for that server's batch to end, then serves.
+  @usableFromInline
+  func takeOverServing(_ successor: Waiter) {
+    // Dismissed: the server stopped for another reason, and whoever ends that checkout
+    // serves.
+    guard successor.wait(warningIf: { false }) else { return }
+    finishCheckout(self)
   }
 
   /// Ends a closure write that `tryEndClosureWrite` could not end on its own.
@@ -285,17 +304,16 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 
   /// Runs queued writes in order while holding the checkout, until the queue is empty
-  /// (then frees the writer), a write keeps its proxy, or a waiting `withWriter` or task
-  /// is handed the checkout. A loop, not recursion: a deep queue uses no stack, and a
-  /// checkout that ends inside it comes back to it (see `finishCheckoutNow`).
+  /// (then frees the writer), a write keeps its proxy, a waiting `withWriter` is handed
+  /// the checkout, or a successor takes over. A loop, not recursion: a deep queue uses no
+  /// stack, and a checkout that ends inside it comes back to it (see `finishCheckoutNow`).
   @inlinable
-  func serveQueue(_ me: UInt, asHelper: Bool = false) {
+  func serveQueue(_ me: UInt) {
     // This thread runs every write queued before it began, and every write those queue
     // in turn, as documented. Writes that other threads keep adding are its job for about
-    // a millisecond; past that, the next batch goes to a helper thread (see
-    // `passToHelper`), so that no caller is kept from returning by other threads' work.
+    // a millisecond; past that, the next thread to queue one takes over (see `HandOff`).
+    let deadline = sw_monotonic_ns() &+ 1_000_000
     var batches = 0
-    var deadline = asHelper ? UInt64.max : sw_monotonic_ns() &+ 1_000_000
     while true {
       if lock.word.isObserved {
         // Observers run here, holding the checkout: waiting for it from one stops the
@@ -306,21 +324,20 @@ public final class ThreadSafeSingleWriter<Value> {
       }
       if pending.pointee.isEmpty {
         batches &+= 1
-        let mayPassOn = batches > 1 && sw_monotonic_ns() > deadline
+        let late = batches > 1 && sw_monotonic_ns() > deadline
         let (next, wake) = lock.withHandOffLock {
-          let next = handOff.pointee.nextBatch(into: &pending.pointee, mayPassOn: mayPassOn)
-          return (next, next == .release && lock.release())
+          let next = handOff.pointee.nextBatch(into: &pending.pointee, late: late)
+          guard case .release = next else { return (next, false) }
+          return (next, lock.release())
         }
         switch next {
         case .run: break
         case .release:
           if wake { lock.unpark() }
           return
-        case .passOn:
-          if passToHelper() { return }
-          deadline = .max  // no thread to be had: serve on
-          lock.withHandOffLock { handOff.pointee.beginServing(me) }
-          continue
+        case .handOver(let successor):
+          successor.grant()
+          return
         }
       }
       switch runNext(me) {
@@ -335,31 +352,11 @@ public final class ThreadSafeSingleWriter<Value> {
         // The write kept its proxy. Its closure is gone now, and with it maybe the
         // proxy's last holder: if that ended the checkout on this thread, it was handed
         // back (see `finishCheckoutNow`), and the run goes on.
-        guard lock.withHandOffLock({ handOff.pointee.proxyKept(by: me) }) else { return }
+        let (goesOn, dismissed) = lock.withHandOffLock { handOff.pointee.proxyKept(by: me) }
+        dismissed?.grant(checkout: false)
+        guard goesOn else { return }
       }
     }
-  }
-
-  /// A helper thread's start: it serves a queue passed on to it until the queue is empty.
-  @inlinable
-  func serveAsHelper() {
-    let me = sw_current_thread()
-    lock.withHandOffLock { handOff.pointee.beginServing(me) }
-    serveQueue(me, asHelper: true)
-  }
-
-  /// Passes the checkout, and with it the queue, to a new helper thread. Returns `false`
-  /// if no thread could be started.
-  @usableFromInline
-  func passToHelper() -> Bool {
-    sw_uptr_store(lock.checkoutThread, 0)
-    assert(lock.word.isQueued, "a queue passed on without queued")
-    let job = Unmanaged.passRetained(QueueHelperJob { self.runQueueAsHelper(self) })
-    guard sw_spawn_detached({ job in QueueHelperJob.run(job) }, job.toOpaque()) else {
-      job.release()
-      return false
-    }
-    return true
   }
 
   /// What running one queued entry did with the checkout.
@@ -369,22 +366,35 @@ public final class ThreadSafeSingleWriter<Value> {
   /// Runs the oldest pending entry. The entry is released before this returns.
   @inlinable
   func runNext(_ me: UInt) -> Served {
+    sw_uptr_store(lock.checkoutThread, scoped(me))
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
-      sw_uptr_store(lock.checkoutThread, scoped(me))
       return lend(body) ? .ran : .kept
-    case .waiter(let waiter):
-      // `queued` stays set while entries remain, so that the waiter's end serves them.
-      lock.withHandOffLock { handOff.pointee.stopServing(me) }
-      waiter.grant()
-      return .handedOff
-    case .task(let waiter):
-      // A cancelled task has left already: skip it.
+    case .asyncWrite(let waiter, let job):
+      // A cancelled task has left already: skip it. Otherwise its body runs here, as a
+      // closure write of this thread's, and the task is resumed once the write is whole.
       guard waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) else {
         return .ran
       }
-      lock.withHandOffLock { handOff.pointee.stopServing(me) }
+      lock.acquireWriting()
+      job(storage)
+      lock.endWriting()
       waiter.continuation.take().unsafelyUnwrapped.resume()
+      return .ran
+    case .checkout(let waiter):
+      // Woken, not handed the writer: a task that is not running yet must never hold up
+      // the threads that wait for the writer. It takes the writer when it runs, if free.
+      if waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) {
+        waiter.continuation.take().unsafelyUnwrapped.resume()
+      }
+      return .ran
+    case .waiter(let waiter):
+      // `queued` stays set while entries remain, so that the waiter's end serves them.
+      let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
+      dismissed?.grant(checkout: false)
+      // Not this thread's any more: it may call withWriter again before the waiter runs.
+      sw_uptr_store(lock.checkoutThread, 0)
+      waiter.grant()
       return .handedOff
     }
   }
@@ -526,15 +536,3 @@ public final class ThreadSafeSingleWriter<Value> {
 // under its lock; `spare` and `pending` are touched only by the checkout holder, which
 // passes them on through the same atomics, the lock, or a waiter's grant.
 extension ThreadSafeSingleWriter: @unchecked Sendable where Value: Sendable {}
-
-/// A helper thread's work, in a form a C thread entry point can run. The container it
-/// captures stays alive, checked out, until the helper has served its queue.
-@usableFromInline
-final class QueueHelperJob {
-  let work: () -> Void
-  @usableFromInline init(_ work: @escaping () -> Void) { self.work = work }
-
-  static func run(_ context: UnsafeMutableRawPointer?) {
-    Unmanaged<QueueHelperJob>.fromOpaque(context!).takeRetainedValue().work()
-  }
-}

@@ -1,6 +1,6 @@
 import SingleWriterAtomics
 
-/// A task suspended in `write` or `checkout` until the queue reaches it.
+/// A task suspended in `await write` or `checkout()` until the queue reaches it.
 @usableFromInline
 final class TaskWaiter: @unchecked Sendable {
   // Sendable: `state` is only touched through atomics. `continuation` is written once,
@@ -9,7 +9,8 @@ final class TaskWaiter: @unchecked Sendable {
   @usableFromInline let state: UnsafeMutablePointer<sw_atomic_u32>
   @usableFromInline var continuation: CheckedContinuation<Void, any Error>?
 
-  /// Not queued yet, queued with its continuation, handed the checkout, or cancelled.
+  /// Not queued yet, queued with its continuation, reached by the queue (its write ran, or
+  /// it was woken to take the writer), or cancelled.
   @usableFromInline static var new: UInt32 { 0 }
   @usableFromInline static var waiting: UInt32 { 1 }
   @usableFromInline static var granted: UInt32 { 2 }
@@ -44,12 +45,16 @@ final class Waiter: @unchecked Sendable {
     flag.deallocate()
   }
 
-  /// Blocks until `grant` is called. The checkout is then the caller's. If `suspect`
-  /// still holds after a second, warns once on standard error: the wait may be on a
-  /// proxy this same thread holds, which no lock could tell from a slow writer.
-  @usableFromInline func wait(warningIf suspect: () -> Bool) {
+  /// Blocks until `grant` is called, and returns what it said: `true` if the checkout is
+  /// now the caller's. If `suspect` still holds after a second, warns once on standard
+  /// error: the wait may be on a proxy this same thread holds, which no lock could tell
+  /// from a slow writer.
+  @usableFromInline @discardableResult
+  func wait(warningIf suspect: () -> Bool) -> Bool {
     var warned = false
-    while sw_load_acquire(flag) == 0 {
+    while true {
+      let granted = sw_load_acquire(flag)
+      if granted != 0 { return granted == Waiter.checkout }
       if !sw_wait_for(flag, 0, 1_000_000_000), !warned, suspect() {
         warned = true
         sw_print_error(
@@ -63,9 +68,13 @@ final class Waiter: @unchecked Sendable {
     }
   }
 
-  /// Hands the checkout over. The caller keeps the waiter alive until this returns.
-  @usableFromInline func grant() {
-    sw_store_release(flag, 1)
+  @usableFromInline static var checkout: UInt32 { 1 }
+  @usableFromInline static var dismissed: UInt32 { 2 }
+
+  /// Hands the checkout over, or (`checkout: false`) says it is not coming: someone else
+  /// will serve. The caller keeps the waiter alive until this returns.
+  @usableFromInline func grant(checkout: Bool = true) {
+    sw_store_release(flag, checkout ? Waiter.checkout : Waiter.dismissed)
     sw_wake_all(flag)
   }
 }

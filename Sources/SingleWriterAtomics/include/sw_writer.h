@@ -42,32 +42,6 @@ static inline void sw_seq_end_write(sw_atomic_u32 *sequence) {
   atomic_store_explicit(&sequence->value, s + 1, memory_order_release);
 }
 
-/// Strong CAS with acquire-release ordering; on failure `*expected` is reloaded.
-static inline bool sw_uptr_cas(sw_atomic_uptr *a, uintptr_t *expected, uintptr_t desired) {
-  SW_CHAOS();
-  bool done = atomic_compare_exchange_strong_explicit(
-      &a->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
-  SW_CHAOS();
-  return done;
-}
-
-static inline uintptr_t sw_uptr_exchange(sw_atomic_uptr *a, uintptr_t v) {
-  SW_CHAOS();
-  uintptr_t old = atomic_exchange_explicit(&a->value, v, memory_order_acq_rel);
-  SW_CHAOS();
-  return old;
-}
-
-static inline uintptr_t sw_uptr_load_acquire(sw_atomic_uptr *a) {
-  SW_CHAOS();
-  uintptr_t v = atomic_load_explicit(&a->value, memory_order_acquire);
-  SW_CHAOS();
-  return v;
-}
-
-/// Runs `body(context)` on a new detached thread; false if no thread could be made.
-bool sw_spawn_detached(void (*body)(void *), void *context);
-
 /// The size of a cache line, or of the unit that the hardware moves between cores:
 /// Apple's arm64 cores use 128 bytes, the x86-64 and other arm64 cores we target 64.
 #if defined(__APPLE__) && defined(__aarch64__)
