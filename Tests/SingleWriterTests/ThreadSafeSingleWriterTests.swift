@@ -830,6 +830,34 @@ final class Log: @unchecked Sendable {
     _ = held
   }
 
+  @Test func everyWriteHasRunWhenTheReleaseAndTheProducerHaveReturned() {
+    // Slow writes keep arriving from another thread while this one serves: whoever serves
+    // them past this thread's millisecond must be a caller that has not returned yet.
+    let box = ThreadSafeSingleWriter(value: 0)
+    let stop = Locked(false)
+    let produced = Counter()
+    let finished = DispatchSemaphore(value: 0)
+    var held = box.writer
+    Thread.detachNewThread {
+      while !stop.withLock({ $0 }) {
+        box.writeNext { proxy in
+          let until = DispatchTime.now().uptimeNanoseconds + 20_000
+          while DispatchTime.now().uptimeNanoseconds < until {}
+          proxy.write += 1
+        }
+        produced.add(1)
+      }
+      finished.signal()
+    }
+    while produced.load() < 100 { usleep(100) }
+    held = nil  // this thread serves the backlog, then the producer's stream, for a while
+    usleep(20_000)
+    stop.withLock { $0 = true }
+    finished.wait()
+    #expect(box.read == produced.load(), "a write was still running after every call returned")
+    _ = held
+  }
+
   @Test func everyWriteHasRunWhenConcurrentPerformReturns() {
     // The README's example, repeated: no write may still be running on another thread
     // once every call has returned.
