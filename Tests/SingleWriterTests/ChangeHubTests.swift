@@ -42,7 +42,7 @@ import Testing
       Task { await hub.waitForChange(after: seen, id: second) },
     ]
     await waitUntil { hub.withLock { hub.sleepers.count } == 2 }
-    hub.close()
+    hub.close(keeping: 0)
     for sleeper in sleepers { await sleeper.value }
     #expect(hub.isClosed)
     await hub.waitForChange(after: seen, id: first)  // closed: returns at once

@@ -24,11 +24,13 @@ extension SingleWriter {
     }
   }
 
-  /// Turns publishing on or off to match the observers. Writes made before the first
-  /// observer are in the value it reads, so they are not published again.
+  /// Turns publishing on or off to match the observers. Writes that ended before the
+  /// first observer are in the value it reads, so they are not published again; a
+  /// checkout in progress, say the `tryWrite` whose body subscribes, counts as dirty,
+  /// since its body may write on without marking each write.
   func updateObserved(_ hub: ChangeHub) {
     let observed = hub.withLock { hub.subscriptions != 0 || hub.notifier != nil }
-    if observed, !isObserved { isDirty = false }
+    if observed, !isObserved { isDirty = isCheckedOut }
     isObserved = observed
   }
 
@@ -61,6 +63,7 @@ extension SingleWriter {
     let subscription = ChangeSubscription(
       hub: hub, initial: transform(read), version: version, isRepeat: isRepeat,
       read: { [weak self] in self.map { transform($0.read) } },
+      readLast: { hub.lastValue(of: Value.self).map(transform) },
       leave: { [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
   }

@@ -60,6 +60,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     let subscription = ChangeSubscription(
       hub: hub, initial: initial, version: version, isRepeat: isRepeat,
       read: { @Sendable [weak self] in self.map { transform($0.read) } },
+      readLast: { @Sendable [hub] in hub.lastValue(of: Value.self).map(transform) },
       leave: { @Sendable [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
   }

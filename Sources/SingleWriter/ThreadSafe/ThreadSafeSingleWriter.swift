@@ -85,7 +85,7 @@ public final class ThreadSafeSingleWriter<Value> {
     pending.deinitialize(count: 1)
     pending.deallocate()
     spare = nil
-    hub.close()  // ends every `changes()` consumer
+    hub.close(keeping: storage.pointee)  // ends every `changes()` consumer, after this value
     storage.deinitialize(count: 1)
     storage.deallocate()
     lock.deallocate()
@@ -284,7 +284,7 @@ public final class ThreadSafeSingleWriter<Value> {
     while s & ~(WriterState.observed | WriterState.dirty)
       == WriterState.writer | WriterState.writing
     {
-      if sw_cas(lock.state, &s, WriterState.observed) {
+      if sw_cas(lock.state, &s, s & WriterState.observed) {  // the last observer may have left
         if s & WriterState.dirty != 0 { hub.publish() }
         return
       }
