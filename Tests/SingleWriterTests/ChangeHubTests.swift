@@ -48,6 +48,18 @@ import Testing
     await hub.waitForChange(after: seen, id: first)  // closed: returns at once
   }
 
+  @Test func closingKeepsTheLastValueOnlyForASubscription() {
+    let unobserved = ChangeHub()
+    unobserved.close(keeping: 1)
+    #expect(unobserved.lastValue(of: Int.self) == nil, "nobody to read it")
+    let hub = ChangeHub()
+    let version = hub.version
+    hub.withLock { hub.subscriptions = 1 }
+    hub.close(keeping: 8)
+    #expect(hub.lastValue(of: Int.self) == 8)
+    #expect(hub.version == version, "the version the kept value belongs to")
+  }
+
   @Test func cancellingASleeperRemovesIt() async {
     let hub = ChangeHub()
     let seen = hub.version
