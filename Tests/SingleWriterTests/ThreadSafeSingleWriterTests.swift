@@ -1200,6 +1200,6 @@ func waitUntil(_ condition: () -> Bool) async {
     #expect(weakBox == nil, "a stream does not keep its container alive")
     var values: [Int] = []
     for await value in stream! { values.append(value) }
-    #expect(values == [7])
+    #expect(values.isEmpty, "an iterator made after the container is gone ends at once")
   }
 }

@@ -122,12 +122,15 @@ extension ThreadSafeSingleWriter where Value: Sendable {
 
   /// After a second, warns on standard error if `waiter` still waits while its own task
   /// holds the checkout through `checkout()`: a wait that can never end.
+  ///
+  /// Only a task that holds the checkout as it queues can be in that state (it cannot
+  /// check out while it waits), so no other wait starts the timer.
   func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
-    let lock = self.lock
     Task { [weak self] in
       try? await Task.sleep(nanoseconds: 1_000_000_000)
-      guard self != nil, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
-        sw_uptr_load(lock.checkoutTask) == task
+      // `self` held across the loads: the container frees the lock's memory.
+      guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
+        sw_uptr_load(self.lock.checkoutTask) == task
       else { return }
       sw_print_error(
         """

@@ -86,7 +86,7 @@ public final class ThreadSafeSingleWriter<Value> {
     pending.deinitialize(count: 1)
     pending.deallocate()
     spare = nil
-    hub.close()  // ends every `changes()` consumer
+    hub.close(keeping: storage.pointee)  // ends every `changes()` consumer, after this value
     storage.deinitialize(count: 1)
     storage.deallocate()
     lock.deallocate()
