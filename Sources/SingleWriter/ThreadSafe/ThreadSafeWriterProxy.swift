@@ -15,7 +15,7 @@ import SingleWriterAtomics
 ///   }  // released when the task ends
 /// }
 /// ```
-public final class ThreadSafeWriterProxy<Value> {
+public final class ThreadSafeWriterProxy<Value: ~Copyable> {
   // The container is unretained so it can keep an idle proxy as its spare without a
   // cycle; a proxy that owns a checkout holds a manual +1 on it (`becomeOwner`). Writes
   // go through `lock` and `value` alone, so they never retain the container.
