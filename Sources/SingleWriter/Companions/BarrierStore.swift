@@ -279,8 +279,11 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
       return
     }
     queue.async(flags: exclusive ? .barrier : []) {
-      let result = body()
-      self.completionQueue.async { then(result) }
+      // Through a box, so that this block never holds the result itself: had it kept a
+      // copy, the completion could run and finish first, and a displaced value would then
+      // be freed here, on the store's own queue, where its deinit may not use the store.
+      let result = ResultHandoff(body())
+      self.completionQueue.async { then(result.take()) }
     }
   }
 
@@ -299,4 +302,14 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
       }
     }
   }
+}
+
+/// Carries a queued operation's result to its completion, which takes it out.
+@usableFromInline
+final class ResultHandoff<R: Sendable>: @unchecked Sendable {
+  // Sendable: written by the init, then taken once by the completion, which runs after the
+  // `async` that published this object.
+  @usableFromInline var value: R?
+  @usableFromInline init(_ value: R) { self.value = value }
+  @usableFromInline func take() -> R { value.take().unsafelyUnwrapped }
 }
