@@ -49,6 +49,9 @@ struct HandOff<Entry> {
 
   @inlinable init() {}
 
+  /// The largest batch a server takes once it serves other threads past its time.
+  @inlinable static var lateBatch: Int { 64 }
+
   /// What an enqueuer does after its append.
   @usableFromInline
   struct Arrival {
@@ -139,7 +142,17 @@ struct HandOff<Entry> {
       successorWanted = false
       return .release
     }
-    if late, paid, successor == nil { successorWanted = true }
+    if late, paid {
+      // Serving other threads on borrowed time: small batches, so that a successor
+      // chosen by the next arrival takes over within a few writes.
+      if successor == nil { successorWanted = true }
+      for _ in 0..<HandOff.lateBatch {
+        guard let entry = inbox.popFirst() else { break }
+        pending.append(entry)
+        taken &+= 1
+      }
+      return .run
+    }
     swap(&pending, &inbox)
     taken &+= UInt64(pending.count)
     return .run
