@@ -25,7 +25,18 @@ func attackSpin(_ nanoseconds: UInt64) {
   while DispatchTime.now().uptimeNanoseconds < end {}
 }
 
-func attackErr(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+func attackErr(_ text: String) {
+  FileHandle.standardError.write(Data(text.utf8))
+  // Exit tests show nothing of a child whose status did not match: keep a copy.
+  if let file = FileHandle(forWritingAtPath: "/tmp/attack-tests.log") ?? {
+    FileManager.default.createFile(atPath: "/tmp/attack-tests.log", contents: nil)
+    return FileHandle(forWritingAtPath: "/tmp/attack-tests.log")
+  }() {
+    file.seekToEndOfFile()
+    file.write(Data(text.utf8))
+    try? file.close()
+  }
+}
 
 func attackNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
@@ -682,6 +693,96 @@ func exitReport(_ result: ExitTest.Result?) -> String {
       precondition(value.a == value.b)
       precondition(value.a == expected.load(), "value \(value.a) vs expected \(expected.load())")
       precondition(observed.load() > 0)
+    }
+    #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
+  }
+}
+
+/// Sleeps in its deinit: widens the window between a queued write's end and what the
+/// serving thread does next.
+final class SleepsInDeinit: @unchecked Sendable {
+  let milliseconds: UInt32
+  init(_ milliseconds: UInt32) { self.milliseconds = milliseconds }
+  deinit { usleep(milliseconds * 1_000) }
+}
+
+/// Keeps a proxy; its deinit drops it (handing the checkout back to the run on this
+/// thread), then sleeps.
+final class HoldsProxyThenSleeps: @unchecked Sendable {
+  var proxy: ThreadSafeWriterProxy<Int>?
+  let milliseconds: UInt32
+  init(_ milliseconds: UInt32) { self.milliseconds = milliseconds }
+  deinit {
+    proxy = nil
+    usleep(milliseconds * 1_000)
+  }
+}
+
+extension AttackTests {
+  /// Two servers at once. M serves; write E1 keeps its proxy and gives it to thread T,
+  /// and E1's closure takes 50 ms to be freed (a capture's deinit). Meanwhile T releases
+  /// the proxy and starts serving the same batch: E2 keeps its proxy and drops it while
+  /// its closure is freed on T, which hands the checkout back to T's run. M, back from
+  /// E1, calls `proxyKept`, finds T's `handedBack`, and goes on serving too; T then
+  /// stops and clears `server`. M now serves with `server == 0`: a nested writeNext from
+  /// one of its own writes, once M is late, chooses M as its own successor, and M waits
+  /// for itself.
+  @Test func aStolenHandBackLetsTwoThreadsServeAndTheServerWaitForItself() async {
+    let result = await #expect(
+      processExitsWith: .success, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      let given = Locked<ThreadSafeWriterProxy<Int>?>(nil)
+      let serving = Locked<[String]>([])
+      Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: 5)
+        attackErr("WATCHDOG: stolen hand-back hung; log: \(serving.withLock { $0 }) value \(box.read)\n")
+        _exit(3)
+      }
+      var held = box.writer
+      do {
+        let slow = SleepsInDeinit(50)
+        box.writeNext { [slow] proxy in  // E1: keeps its proxy, for T
+          withExtendedLifetime(slow) {}
+          serving.withLock { $0.append("E1@\(sw_current_thread())") }
+          proxy.write += 1
+          given.withLock { $0 = proxy }
+        }
+        let holder = HoldsProxyThenSleeps(100)
+        box.writeNext { [holder] proxy in  // E2: run by T; keeps, then hands back
+          serving.withLock { $0.append("E2@\(sw_current_thread())") }
+          proxy.write += 1
+          holder.proxy = proxy
+        }
+        box.writeNext { proxy in  // E3: run by M after the steal
+          serving.withLock { $0.append("E3@\(sw_current_thread()) server=\(box.handOff.pointee.server)") }
+          usleep(100_000)
+          serving.withLock { $0.append("E3 after sleep: server=\(box.handOff.pointee.server)") }
+          proxy.write += 1
+          box.writeNext { proxy in  // A
+            serving.withLock { $0.append("A@\(sw_current_thread()) server=\(box.handOff.pointee.server) successorWanted=\(box.handOff.pointee.successorWanted)") }
+            proxy.write += 1
+            box.writeNext { $0.write += 1 }  // B
+          }
+        }
+      }
+      let t = Thread {
+        while given.withLock({ $0 }) == nil { usleep(100) }
+        usleep(5_000)
+        serving.withLock { $0.append("T=\(sw_current_thread())") }
+        given.withLock { $0 = nil }  // T ends the kept checkout: T serves
+      }
+      t.start()
+      serving.withLock { $0.append("M=\(sw_current_thread())") }
+      held = nil  // M serves
+      _ = held
+      var spins = 0
+      while box.writer == nil {
+        usleep(1_000)
+        spins += 1
+        precondition(spins < 2_000, "writer never came back")
+      }
+      precondition(box.read == 5, "value \(box.read)")
     }
     #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
   }
