@@ -787,3 +787,179 @@ extension AttackTests {
     #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
   }
 }
+
+extension AttackTests {
+  // MARK: Promise 4, control: the same stream does not starve withWriter or await write
+
+  @Test(arguments: [2, 4])
+  func underTheSameStreamWithWriterAndAwaitWriteAreServedPromptly(producers: Int) async throws {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let stop = Counter()
+    let finished = DispatchSemaphore(value: 0)
+    for _ in 0..<producers {
+      Thread.detachNewThread {
+        while stop.load() == 0 {
+          box.writeNext { proxy in
+            attackSpin(2_000)
+            proxy.write += 1
+          }
+        }
+        finished.signal()
+      }
+    }
+    try await Task.sleep(for: .milliseconds(100))
+    var start = attackNow()
+    let withWriterLatency = await runOnThread(stackSize: 1 << 20) {
+      let start = attackNow()
+      box.withWriter { $0 += 1 }
+      return attackNow() - start
+    }
+    start = attackNow()
+    try await box.write { $0 += 1 }
+    let writeLatency = attackNow() - start
+    stop.store(1)
+    for _ in 0..<producers { finished.wait() }
+    print(
+      "under \(producers) producers: withWriter \(withWriterLatency / 1_000_000) ms, "
+        + "await write \(writeLatency / 1_000_000) ms")
+    #expect(withWriterLatency < 500_000_000)
+    #expect(writeLatency < 500_000_000)
+  }
+
+  // MARK: Promise 4: cancellation of a checkout that was woken
+
+  @Test func aCheckoutCancelledAfterBeingWokenEitherHoldsTheWriterOrThrows() async throws {
+    let box = ThreadSafeSingleWriter(value: 0)
+    var gotIt = 0
+    var threw = 0
+    for round in 0..<300 {
+      var first = box.writer
+      while first == nil {
+        try await Task.sleep(for: .microseconds(50))
+        first = box.writer
+      }
+      let held = Locked(first)
+      first = nil
+      let task = Task { () -> Bool in
+        do {
+          let proxy = try await box.checkout()
+          proxy.write += 1
+          return true
+        } catch { return false }
+      }
+      var polls = 0
+      while box.pendingCount < 1 {
+        try await Task.sleep(for: .microseconds(50))
+        polls += 1
+        if polls == 20_000 { attackErr("round \(round): checkout never queued, writer out: \(box.writer == nil)\n") }
+      }
+      // A newcomer takes the writer right after the release, sometimes, so the woken
+      // task must queue again; cancel around then.
+      let releaser = Thread {
+        held.withLock { $0 = nil }
+        if round % 2 == 0, let writer = box.writer {
+          attackSpin(20_000)
+          _ = writer
+        }
+      }
+      releaser.start()
+      attackSpin(UInt64(round % 10) * 2_000)
+      task.cancel()
+      let taskDone = Counter()
+      let watch = Thread {
+        Thread.sleep(forTimeInterval: 3)
+        if taskDone.load() == 0 { attackErr("round \(round): checkout task still waiting after 3 s; pending \(box.pendingCount), word \(box.lock.word), value \(box.read), round \(round)\n") }
+      }
+      watch.start()
+      if await task.value { gotIt += 1 } else { threw += 1 }
+      taskDone.store(1)
+    }
+    await waitUntil { box.writer != nil }
+    #expect(box.read == gotIt, "writes \(box.read) vs checkouts \(gotIt), threw \(threw)")
+    #expect(box.pendingCount == 0)
+  }
+
+  // MARK: Promise 7: writers under a stream of readers of a value with references
+
+  @Test func aWriterIsNotStarvedByAStreamOfReaders() async throws {
+    let box = ThreadSafeSingleWriter(value: Array(repeating: 1, count: 64))
+    let stop = Counter()
+    let finished = DispatchSemaphore(value: 0)
+    let readers = 4
+    for _ in 0..<readers {
+      Thread.detachNewThread {
+        var sum = 0
+        while stop.load() == 0 { sum &+= box.read.count }
+        _ = sum
+        finished.signal()
+      }
+    }
+    try await Task.sleep(for: .milliseconds(50))
+    let worst = await runOnThread(stackSize: 1 << 20) { () -> UInt64 in
+      var worst: UInt64 = 0
+      for _ in 0..<200 {
+        let start = attackNow()
+        box.withWriter { $0.append(1) }
+        worst = max(worst, attackNow() - start)
+      }
+      return worst
+    }
+    stop.store(1)
+    for _ in 0..<readers { finished.wait() }
+    print("worst withWriter under \(readers) readers: \(worst / 1_000) µs")
+    #expect(worst < 200_000_000, "a write waited \(worst / 1_000_000) ms for readers")
+  }
+
+  // MARK: Promise 2: a successor is dismissed when the server hands off to a waiter
+
+  @Test func successorsAreDismissedWhenTheServerHandsTheCheckoutOnInAChild() async {
+    let result = await #expect(
+      processExitsWith: .success, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(60, "successor dismissal")
+      for round in 0..<30 {
+        let box = ThreadSafeSingleWriter(value: 0)
+        let expected = Counter()
+        let held = Locked(box.writer)
+        let group = DispatchGroup()
+        for thread in 0..<4 {
+          DispatchQueue.global().async(group: group) {
+            for index in 0..<300 {
+              switch (index + thread + round) % 6 {
+              case 0:
+                box.withWriter { $0 += 1 }
+                expected.add(1)
+              case 1:
+                // Keeps its proxy, released on another thread shortly.
+                expected.add(1)
+                box.writeNext { proxy in
+                  attackSpin(30_000)
+                  proxy.write += 1
+                  let hold = Locked(Optional(proxy))
+                  DispatchQueue.global().async { hold.withLock { $0 = nil } }
+                }
+              default:
+                expected.add(1)
+                box.writeNext { proxy in
+                  attackSpin(30_000)
+                  proxy.write += 1
+                }
+              }
+            }
+          }
+        }
+        usleep(2_000)
+        held.withLock { $0 = nil }
+        group.wait()
+        var spins = 0
+        while box.writer == nil {
+          usleep(1_000)
+          spins += 1
+          precondition(spins < 10_000, "writer never came back")
+        }
+        precondition(box.read == expected.load(), "round \(round): \(box.read) vs \(expected.load())")
+      }
+    }
+    #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
+  }
+}
