@@ -27,6 +27,10 @@ static void *sw_spawn_start(void *argument) {
 }
 
 bool sw_spawn_detached(void (*body)(void *), void *context) {
+#if defined(SINGLEWRITER_SCHED)
+  // A helper of a scheduled thread is scheduled too.
+  if (sw_sched_registered()) return sw_sched_spawn(body, context);
+#endif
   sw_spawn_job *job = malloc(sizeof *job);
   if (job == NULL) return false;
   job->body = body;
