@@ -98,6 +98,8 @@ struct sw_sched_explorer {
   bool replaying_one;
   uint64_t schedule_seed;
   uint64_t longest;
+  /// The length PCT spreads this schedule's change points over: part of its replay key.
+  uint64_t length;
   /// Exhaustive: the last schedule's decisions, and the choices the next one replays.
   sw_sched_decision *trace;
   size_t trace_length, trace_capacity;
@@ -425,7 +427,9 @@ sw_sched_explorer *sw_sched_explorer_new(int32_t strategy, int32_t bound, uint64
   e->schedule_seed = sw_sched_mix(seed);
   const char *replay = getenv("SINGLEWRITER_SCHED_SEED");
   if (strategy == SW_SCHED_PCT && replay && *replay) {
-    e->schedule_seed = strtoull(replay, NULL, 0);
+    char *end = NULL;
+    e->schedule_seed = strtoull(replay, &end, 0);
+    if (end && *end == '/') e->length = strtoull(end + 1, NULL, 0);
     e->replaying_one = true;
   }
   return e;
@@ -460,7 +464,8 @@ bool sw_sched_run_one(sw_sched_explorer *e, int32_t count, sw_sched_body body, v
   e->failure[0] = 0;
   if (e->strategy == SW_SCHED_PCT) {
     // Change points spread over the longest schedule seen so far.
-    uint64_t length = e->longest > 16 ? e->longest : 1000;
+    if (!e->replaying_one || e->length == 0) e->length = e->longest > 16 ? e->longest : 1000;
+    uint64_t length = e->length;
     r->change_count = e->bound > 1 ? (e->bound - 1 < 8 ? e->bound - 1 : 8) : 0;
     for (int c = 0; c < r->change_count; c++) {
       r->change_points[c] = 1 + sw_sched_random(r) % length;
@@ -488,7 +493,7 @@ bool sw_sched_run_one(sw_sched_explorer *e, int32_t count, sw_sched_body body, v
   if (e->strategy == SW_SCHED_PCT) {
     snprintf(e->description, sizeof e->description,
              "PCT schedule %" PRIu64 " of depth %d; run it alone with SINGLEWRITER_SCHED_SEED=%"
-             PRIu64, e->schedules, (int)e->bound, e->schedule_seed);
+             PRIu64 "/%" PRIu64, e->schedules, (int)e->bound, e->schedule_seed, e->length);
   } else {
     snprintf(e->description, sizeof e->description,
              "exhaustive schedule %" PRIu64 " (at most %d preemptions, %zu choices replayed)",

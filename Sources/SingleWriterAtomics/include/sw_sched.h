@@ -36,7 +36,8 @@ bool sw_sched_available(void);
 enum {
   /// PCT (Burckhardt et al.): random thread priorities, `bound - 1` random points where
   /// the running thread drops to a low priority. Each schedule has a seed of its own,
-  /// printed on failure; SINGLEWRITER_SCHED_SEED runs that one schedule again.
+  /// printed on failure as SINGLEWRITER_SCHED_SEED=seed/length, which runs that one
+  /// schedule again.
   SW_SCHED_PCT = 1,
   /// Every schedule with at most `bound` preemptions (a spurious wake-up counts as one),
   /// depth first: the choices of the last schedule are replayed up to the deepest one
