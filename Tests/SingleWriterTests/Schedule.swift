@@ -46,6 +46,13 @@ enum Scheduler {
     ProcessInfo.processInfo.environment["SINGLEWRITER_SCHED_SCALE"].flatMap(Int.init) ?? 1
   }
 
+  /// PCT's seed for a whole search, SINGLEWRITER_SCHED_SEARCH_SEED, so that searches
+  /// with other seeds can be run by hand.
+  static var searchSeed: UInt64 {
+    ProcessInfo.processInfo.environment["SINGLEWRITER_SCHED_SEARCH_SEED"].flatMap(UInt64.init)
+      ?? 1
+  }
+
   /// Runs a fresh `make()` under each schedule until one fails, `limit` schedules have
   /// run, or the exhaustive search is over. Timed waits that fire count as failures
   /// unless `allowsTimeouts`: in these short scenarios nobody holds the writer long, so
@@ -110,7 +117,8 @@ enum Scheduler {
     ]
     for (strategy, limit) in searches where limit > 0 {
       let outcome = explore(
-        strategy, limit: limit, spuriousWakes: spuriousWakes, allowsTimeouts: allowsTimeouts,
+        strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes,
+        allowsTimeouts: allowsTimeouts,
         make)
       // One line per search, so that CI's log shows how much of each was covered.
       print(

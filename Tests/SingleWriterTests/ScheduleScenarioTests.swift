@@ -48,7 +48,9 @@ struct ScheduleScenarioTests {
   }
 
   /// A held proxy whose release ends a checkout with a write already queued, racing two
-  /// more `writeNext` calls: a release racing an enqueue.
+  /// more `writeNext` calls: a release racing an enqueue. The proxy is released right
+  /// after a write through it, as `held?.write += 1; held = nil` does, which release
+  /// builds once compiled into a release before the write was stored.
   @Test func releaseRacesEnqueue() {
     Scheduler.check(pct: 400, exhaustive: 3_000) {
       let container = Container(value: 0)
@@ -59,9 +61,10 @@ struct ScheduleScenarioTests {
       return Scheduler.Run(
         threads: [
           {
-            held.strong!.write += 1
+            var proxy = held.strong.take()
             journal.leave()
-            held.strong = nil
+            proxy?.write += 1
+            proxy = nil
           },
           {
             Self.queue(container, journal, "B.1")
