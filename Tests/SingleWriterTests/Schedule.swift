@@ -54,12 +54,13 @@ enum Scheduler {
   }
 
   /// Runs a fresh `make()` under each schedule until one fails, `limit` schedules have
-  /// run, or the exhaustive search is over. Timed waits that fire count as failures
+  /// run, or the exhaustive search is over. Virtual time moves `tick` nanoseconds per
+  /// scheduling point. Timed waits that fire count as failures
   /// unless `allowsTimeouts`: in these short scenarios nobody holds the writer long, so
   /// one means a wake-up was lost.
   static func explore(
     _ strategy: Strategy, seed: UInt64 = 1, limit: Int, spuriousWakes: Int32 = 1,
-    allowsTimeouts: Bool = false, _ make: () -> Run
+    tick: UInt64 = 100, allowsTimeouts: Bool = false, _ make: () -> Run
   ) -> Outcome {
     let explorer: OpaquePointer
     switch strategy {
@@ -68,7 +69,7 @@ enum Scheduler {
     case .exhaustive(let preemptions):
       explorer = sw_sched_explorer_new(Int32(SW_SCHED_EXHAUSTIVE), preemptions, seed)!
     }
-    sw_sched_explorer_configure(explorer, 100, 200_000, spuriousWakes)
+    sw_sched_explorer_configure(explorer, tick, 200_000, spuriousWakes)
     var schedules = 0
     while true {
       let run = make()
@@ -109,7 +110,8 @@ enum Scheduler {
   /// Explores with both strategies, and records the first failure of each as an issue:
   /// both run even when the first fails, so that each one's reach shows in the log.
   static func check(
-    pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, allowsTimeouts: Bool = false,
+    pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, tick: UInt64 = 100,
+    allowsTimeouts: Bool = false,
     sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
   ) {
     let searches: [(Strategy, Int)] = [
@@ -117,7 +119,7 @@ enum Scheduler {
     ]
     for (strategy, limit) in searches where limit > 0 {
       let outcome = explore(
-        strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes,
+        strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes, tick: tick,
         allowsTimeouts: allowsTimeouts,
         make)
       // One line per search, so that CI's log shows how much of each was covered.

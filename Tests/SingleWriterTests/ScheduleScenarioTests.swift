@@ -228,6 +228,39 @@ struct ScheduleScenarioTests {
     }
   }
 
+  /// Writes that queued bodies queue run before the release that started the queue
+  /// returns, however long the bodies take: only writes from other threads go to a
+  /// helper thread after about a millisecond of serving. A body that takes longer than
+  /// that (in virtual time) queues a nested write. One thread only: another thread's
+  /// writes in the queue would let a helper take over, as documented.
+  @Test func nestedWritesRunBeforeTheReleaseReturns() {
+    Scheduler.check(pct: 200, exhaustive: 1_000, tick: 10_000) {
+      let container = Container(value: 0)
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      journal.enter("A.0")
+      container.writeNext {
+        Self.write($0, journal, "Q.1")
+        let start = sw_monotonic_ns()
+        while sw_monotonic_ns() &- start < 2_000_000 {}
+        Self.queue(container, journal, "Q.2")
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            var proxy = held.strong.take()
+            journal.leave()
+            proxy?.write += 1
+            proxy = nil
+            if !journal.events.contains("Q.2") {
+              journal.notes.append("the release returned before the nested write ran")
+            }
+          }
+        ],
+        check: { Self.finalCheck(container, journal, ran: ["A.0", "Q.1", "Q.2"]) })
+    }
+  }
+
   /// "`writer` is nil while writes are queued": a held proxy is released with a write
   /// queued, a second `writeNext` returns, and a newcomer asks for the writer. Today
   /// `WriterLock.release` clears `writer|queued` before `releaseOrTakeBack` looks at the
