@@ -303,3 +303,89 @@ struct ScheduleScenarioTests {
     }
   }
 }
+
+/// The scheduler's own checks, on hand-written protocols whose bugs are known: a
+/// scenario that cannot fail would prove nothing.
+@Suite(.enabled(if: Scheduler.isAvailable, "needs -Xcc -DSINGLEWRITER_SCHED"), .serialized)
+struct ScheduleScenarioSelfTests {
+  /// Words for the threads of one schedule; never freed, since a failed schedule's
+  /// threads stay blocked on them.
+  final class Words: @unchecked Sendable {
+    // Sendable: only touched through the C atomics.
+    let flag = UnsafeMutablePointer<sw_atomic_u32>.allocate(capacity: 1)
+    let sequence = UnsafeMutablePointer<sw_atomic_u32>.allocate(capacity: 1)
+    init() {
+      flag.initialize(to: sw_atomic_u32())
+      sequence.initialize(to: sw_atomic_u32())
+    }
+  }
+
+  /// An event: the setter raises the flag, bumps the sequence and wakes; the waiter
+  /// sleeps on the sequence while the flag is down. Read in the wrong order (flag, then
+  /// sequence), a set in between is missed and the waiter sleeps forever.
+  static func event(sequenceFirst: Bool) -> Scheduler.Run {
+    let words = Words()
+    return Scheduler.Run(
+      threads: [
+        {
+          while true {
+            var sequence = sequenceFirst ? sw_load_acquire(words.sequence) : 0
+            if sw_load_acquire(words.flag) != 0 { return }
+            if !sequenceFirst { sequence = sw_load_acquire(words.sequence) }
+            sw_wait(words.sequence, sequence)
+          }
+        },
+        {
+          sw_store_release(words.flag, 1)
+          sw_fetch_add(words.sequence, 1)
+          sw_wake_all(words.sequence)
+        },
+      ],
+      check: { nil })
+  }
+
+  @Test func aMissedWakeUpIsADeadlockFoundByBothSearches() {
+    for strategy in [Scheduler.Strategy.pct(depth: 3), .exhaustive(preemptions: 2)] {
+      let outcome = Scheduler.explore(strategy, limit: 1_000, spuriousWakes: 0) {
+        Self.event(sequenceFirst: false)
+      }
+      #expect(outcome.failure?.contains("deadlock") == true, "\(strategy)")
+      let fixed = Scheduler.explore(strategy, limit: 1_000) { Self.event(sequenceFirst: true) }
+      #expect(fixed.failure == nil, "\(strategy): \(fixed.failure ?? "")")
+    }
+    let exhaustive = Scheduler.explore(.exhaustive(preemptions: 2), limit: 100_000) {
+      Self.event(sequenceFirst: true)
+    }
+    #expect(exhaustive.exhausted)
+  }
+
+  @Test func aSpinThatNeverEndsIsALivelock() {
+    let outcome = Scheduler.explore(.pct(depth: 2), limit: 1) {
+      let words = Words()
+      return Scheduler.Run(
+        threads: [{ while sw_load_relaxed(words.flag) == 0 { sw_yield_cpu() } }],
+        check: { nil })
+    }
+    #expect(outcome.failure?.contains("livelock") == true)
+  }
+
+  /// A wait nobody ends fires at its deadline, in virtual time, and is counted.
+  @Test func timedWaitsFireInVirtualTime() {
+    let outcome = Scheduler.explore(.exhaustive(preemptions: 2), limit: 10, spuriousWakes: 0) {
+      let words = Words()
+      let elapsed = ScheduleBox<ScheduleJournal>()
+      return Scheduler.Run(
+        threads: [
+          {
+            let start = sw_monotonic_ns()
+            let woken = sw_wait_for(words.sequence, 0, 5_000_000_000)
+            if !woken, sw_monotonic_ns() &- start >= 5_000_000_000 {
+              elapsed.strong = ScheduleJournal()
+            }
+          }
+        ],
+        check: { elapsed.strong == nil ? "the wait did not time out after 5 s" : nil })
+    }
+    #expect(outcome.failure?.contains("1 timed wait(s) fired") == true)
+  }
+}
