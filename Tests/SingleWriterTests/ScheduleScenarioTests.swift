@@ -52,7 +52,7 @@ struct ScheduleScenarioTests {
   /// after a write through it, as `held?.write += 1; held = nil` does, which release
   /// builds once compiled into a release before the write was stored.
   @Test func releaseRacesEnqueue() {
-    Scheduler.check(pct: 400, exhaustive: 3_000) {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000) {
       let container = Container(value: 0)
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
@@ -79,7 +79,7 @@ struct ScheduleScenarioTests {
   /// allowed: a `withWriter` woken and beaten to the writer sleeps out its millisecond,
   /// by design.
   @Test func closureWritesRaceQueuedWrites() {
-    Scheduler.check(pct: 400, exhaustive: 2_000, allowsTimeouts: true) {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000, allowsTimeouts: true) {
       let container = Container(value: 0)
       let journal = ScheduleJournal()
       let tried = ScheduleBox<ScheduleJournal>()
@@ -117,7 +117,7 @@ struct ScheduleScenarioTests {
   /// while the holder releases. Whatever the interleaving, and with a spurious wake-up
   /// among them, the release must wake it: a timed wait that fires is a lost wake-up.
   @Test func parkedWithWriterIsWokenByTheRelease() {
-    Scheduler.check(pct: 600, exhaustive: 3_000) {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000) {
       let container = Container(value: 0)
       sw_store_release(container.lock.spinRounds, 0)
       let journal = ScheduleJournal()
@@ -146,7 +146,7 @@ struct ScheduleScenarioTests {
   /// strong (and drops) while the lend ends, and a third thread queues behind it. The
   /// proxy is then kept or retired; either way the checkout must end and the queue run.
   @Test func weakProxyMadeStrongWhileItsLendEnds() {
-    Scheduler.check(pct: 400, exhaustive: 3_000) {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000) {
       let container = Container(value: 0)
       let journal = ScheduleJournal()
       let box = ScheduleBox<ThreadSafeWriterProxy<Int>>()
@@ -171,14 +171,16 @@ struct ScheduleScenarioTests {
   /// A queued write keeps its proxy, and another thread releases it while the thread
   /// that ran it is still draining the queue, with a third thread queueing more.
   @Test func proxyReleasedOnAnotherThreadDuringADrain() {
-    Scheduler.check(pct: 400, exhaustive: 3_000) {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000) {
       let container = Container(value: 0)
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       let kept = ScheduleBox<ThreadSafeWriterProxy<Int>>()
       journal.enter("A.0")
       container.writeNext {
-        Self.write($0, journal, "Q.1")
+        // Its checkout lasts until the other thread releases the proxy.
+        journal.enter("Q.1")
+        $0.write += 1
         kept.strong = $0
       }
       Self.queue(container, journal, "Q.2")
@@ -191,6 +193,7 @@ struct ScheduleScenarioTests {
           },
           {
             while kept.strong == nil { sw_yield_thread() }
+            journal.leave()
             kept.strong = nil
           },
           { Self.queue(container, journal, "C.1") },
@@ -201,7 +204,7 @@ struct ScheduleScenarioTests {
 
   /// Two producers queue behind a held proxy while it is released.
   @Test func twoProducersQueueBehindARelease() {
-    Scheduler.check(pct: 400, exhaustive: 2_000) {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000) {
       let container = Container(value: 0)
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
@@ -267,7 +270,7 @@ struct ScheduleScenarioTests {
   /// inbox, and a newcomer can take the checkout in between, ahead of the queued write.
   @Test func newcomerNeverTakesTheWriterWhileWritesAreQueued() {
     withKnownIssue("WriterLock.release frees the checkout before the inbox is checked") {
-      Scheduler.check(pct: 400, exhaustive: 5_000) {
+      Scheduler.check(pct: 2_000, exhaustive: 10_000) {
         let container = Container(value: 0)
         let journal = ScheduleJournal()
         let held = ScheduleBox(container.writer!)
