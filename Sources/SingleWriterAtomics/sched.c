@@ -110,6 +110,7 @@ struct sw_sched_explorer {
   char description[256];
   uint32_t timeouts;
   uint64_t steps;
+  int32_t threads;
 };
 
 static _Thread_local sw_sched_thread *sw_sched_self;
@@ -489,6 +490,7 @@ bool sw_sched_run_one(sw_sched_explorer *e, int32_t count, sw_sched_body body, v
   e->schedules++;
   e->steps = r->steps;
   e->timeouts = r->timeouts;
+  e->threads = threads;
   if (r->steps > e->longest) e->longest = r->steps;
   if (e->strategy == SW_SCHED_PCT) {
     snprintf(e->description, sizeof e->description,
@@ -543,6 +545,7 @@ const char *sw_sched_failure(const sw_sched_explorer *e) { return e->failure; }
 const char *sw_sched_describe(const sw_sched_explorer *e) { return e->description; }
 uint32_t sw_sched_timeouts(const sw_sched_explorer *e) { return e->timeouts; }
 uint64_t sw_sched_steps(const sw_sched_explorer *e) { return e->steps; }
+int32_t sw_sched_threads(const sw_sched_explorer *e) { return e->threads; }
 uint64_t sw_sched_schedules(const sw_sched_explorer *e) { return e->schedules; }
 
 #else
@@ -579,6 +582,10 @@ uint32_t sw_sched_timeouts(const sw_sched_explorer *explorer) {
   return 0;
 }
 uint64_t sw_sched_steps(const sw_sched_explorer *explorer) {
+  (void)explorer;
+  return 0;
+}
+int32_t sw_sched_threads(const sw_sched_explorer *explorer) {
   (void)explorer;
   return 0;
 }

@@ -39,6 +39,8 @@ enum Scheduler {
     var failure: String?
     /// The exhaustive search ran every schedule within its bound.
     var exhausted: Bool
+    /// Schedules in which the library spawned a helper thread.
+    var spawning = 0
   }
 
   /// CI's budgets are multiplied by SINGLEWRITER_SCHED_SCALE, for longer runs by hand.
@@ -71,6 +73,7 @@ enum Scheduler {
     }
     sw_sched_explorer_configure(explorer, tick, 200_000, spuriousWakes)
     var schedules = 0
+    var spawning = 0
     while true {
       let run = make()
       let bodies = Unmanaged.passRetained(Bodies(run.threads))
@@ -80,6 +83,7 @@ enum Scheduler {
           Unmanaged<Bodies>.fromOpaque(context!).takeUnretainedValue().list[Int(index)]()
         }, bodies.toOpaque())
       schedules += 1
+      if sw_sched_threads(explorer) > run.threads.count { spawning += 1 }
       let schedule = String(cString: sw_sched_describe(explorer))
       guard ended else {
         // The schedule's threads never return: leak what they use (and `explorer`).
@@ -98,11 +102,11 @@ enum Scheduler {
       }
       if schedules >= limit {
         sw_sched_explorer_free(explorer)
-        return Outcome(schedules: schedules, failure: nil, exhausted: false)
+        return Outcome(schedules: schedules, failure: nil, exhausted: false, spawning: spawning)
       }
       if !sw_sched_next(explorer) {
         sw_sched_explorer_free(explorer)
-        return Outcome(schedules: schedules, failure: nil, exhausted: true)
+        return Outcome(schedules: schedules, failure: nil, exhausted: true, spawning: spawning)
       }
     }
   }
@@ -111,7 +115,7 @@ enum Scheduler {
   /// both run even when the first fails, so that each one's reach shows in the log.
   static func check(
     pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, tick: UInt64 = 100,
-    allowsTimeouts: Bool = false,
+    allowsTimeouts: Bool = false, spawnsHelpers: Bool = false,
     sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
   ) {
     let searches: [(Strategy, Int)] = [
@@ -126,7 +130,12 @@ enum Scheduler {
       print(
         "\(sourceLocation.fileID):\(sourceLocation.line) \(strategy): \(outcome.schedules)"
           + " schedules\(outcome.exhausted ? ", all within the bound" : "")"
+          + (outcome.spawning == 0 ? "" : ", \(outcome.spawning) with a helper thread")
           + (outcome.failure == nil ? "" : ", failed"))
+      if spawnsHelpers, outcome.failure == nil, outcome.spawning == 0 {
+        Issue.record(
+          "\(strategy): no schedule reached the helper thread", sourceLocation: sourceLocation)
+      }
       if let failure = outcome.failure {
         Issue.record(
           "\(strategy), after \(outcome.schedules) schedules: \(failure)",

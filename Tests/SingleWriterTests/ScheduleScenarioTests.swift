@@ -264,6 +264,40 @@ struct ScheduleScenarioTests {
     }
   }
 
+  /// Another thread's writes keep arriving while a slow queued write runs: past about a
+  /// millisecond of serving, a helper thread (scheduled too) takes the queue over, and
+  /// the releasing thread returns. Every write still runs once, in order.
+  @Test func aHelperTakesOverALongDrain() {
+    Scheduler.check(pct: 1_000, exhaustive: 5_000, tick: 10_000, spawnsHelpers: true) {
+      let container = Container(value: 0)
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      journal.enter("A.0")
+      container.writeNext {
+        Self.write($0, journal, "Q.1")
+        let start = sw_monotonic_ns()
+        while sw_monotonic_ns() &- start < 2_000_000 {}
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            var proxy = held.strong.take()
+            journal.leave()
+            proxy?.write += 1
+            proxy = nil
+          },
+          {
+            Self.queue(container, journal, "B.1")
+            Self.queue(container, journal, "B.2")
+            Self.queue(container, journal, "B.3")
+          },
+        ],
+        check: {
+          Self.finalCheck(container, journal, ran: ["A.0", "Q.1", "B.1", "B.2", "B.3"])
+        })
+    }
+  }
+
   /// "`writer` is nil while writes are queued": a held proxy is released with a write
   /// queued, a second `writeNext` returns, and a newcomer asks for the writer. Today
   /// `WriterLock.release` clears `writer|queued` before `releaseOrTakeBack` looks at the

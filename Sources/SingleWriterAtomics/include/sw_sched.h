@@ -81,6 +81,9 @@ const char *sw_sched_describe(const sw_sched_explorer *explorer);
 /// Timed waits of the last schedule that ended by timing out.
 uint32_t sw_sched_timeouts(const sw_sched_explorer *explorer);
 
+/// Threads of the last schedule, helpers that the library spawned included.
+int32_t sw_sched_threads(const sw_sched_explorer *explorer);
+
 /// Scheduling points in the last schedule.
 uint64_t sw_sched_steps(const sw_sched_explorer *explorer);
 
