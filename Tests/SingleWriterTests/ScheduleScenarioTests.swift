@@ -1,3 +1,4 @@
+import Observation
 import SingleWriterAtomics
 import Testing
 
@@ -294,6 +295,40 @@ struct ScheduleScenarioTests {
         ],
         check: {
           Self.finalCheck(container, journal, ran: ["A.0", "Q.1", "B.1", "B.2", "B.3"])
+        })
+    }
+  }
+
+  /// An observer that writes back: `withObservationTracking` on `trackedRead` calls its
+  /// `onChange` on the thread that ends the first checkout that wrote, while that thread
+  /// still holds the checkout, and the handler queues a write. It must run once, after
+  /// the write that triggered it, with the other threads' writes racing it.
+  @Test func anObserverWritesBack() {
+    guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }
+    Scheduler.check(pct: 2_000, exhaustive: 10_000, allowsTimeouts: true) {
+      let container = Container(value: 0)
+      let journal = ScheduleJournal()
+      withObservationTracking {
+        _ = container.trackedRead
+      } onChange: {
+        Self.queue(container, journal, "O.1")
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            container.withWriter {
+              journal.enter("A.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+          { Self.queue(container, journal, "B.1") },
+        ],
+        check: {
+          if let first = journal.events.first, journal.events.firstIndex(of: "O.1") == 0 {
+            return "the observer's write ran before any write it observed: \(first)"
+          }
+          return Self.finalCheck(container, journal, ran: ["A.1", "B.1", "O.1"])
         })
     }
   }
