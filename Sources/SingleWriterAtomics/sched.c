@@ -21,6 +21,7 @@ bool sw_sched_available(void) {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { SW_SCHED_MAX_THREADS = 16 };
 
@@ -94,6 +95,7 @@ struct sw_sched_explorer {
   uint64_t tick;
   uint64_t step_bound;
   int32_t spurious_bound;
+  int32_t watchdog;
   uint64_t schedules;
   bool replaying_one;
   uint64_t schedule_seed;
@@ -129,6 +131,38 @@ static uint64_t sw_sched_random(sw_sched_run *r) {
 
 // MARK: - Failures
 
+/// Names for words, newest last; shared by every search in the process.
+enum { SW_SCHED_NAMES = 64 };
+static struct {
+  const void *word;
+  char name[24];
+} sw_sched_names[SW_SCHED_NAMES];
+static unsigned sw_sched_name_count;
+static pthread_mutex_t sw_sched_names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sw_sched_name_word(const void *word, const char *name) {
+  pthread_mutex_lock(&sw_sched_names_lock);
+  unsigned slot = sw_sched_name_count++ % SW_SCHED_NAMES;
+  sw_sched_names[slot].word = word;
+  snprintf(sw_sched_names[slot].name, sizeof sw_sched_names[slot].name, "%s", name);
+  pthread_mutex_unlock(&sw_sched_names_lock);
+}
+
+/// Writes the word's name, or "a word", into `buffer`.
+static void sw_sched_word_name(const void *word, char *buffer, size_t capacity) {
+  snprintf(buffer, capacity, "a word");
+  pthread_mutex_lock(&sw_sched_names_lock);
+  unsigned count = sw_sched_name_count < SW_SCHED_NAMES ? sw_sched_name_count : SW_SCHED_NAMES;
+  for (unsigned k = 0; k < count; k++) {
+    unsigned slot = (sw_sched_name_count - 1 - k) % SW_SCHED_NAMES;
+    if (sw_sched_names[slot].word == word) {
+      snprintf(buffer, capacity, "%s", sw_sched_names[slot].name);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&sw_sched_names_lock);
+}
+
 static void sw_sched_fail(sw_sched_run *r, const char *what) {
   if (r->failed) return;
   r->failed = true;
@@ -138,10 +172,12 @@ static void sw_sched_fail(sw_sched_run *r, const char *what) {
     sw_sched_thread *t = &r->threads[i];
     size_t left = sizeof e->failure - (size_t)n;
     if (t->status == SW_BLOCKED) {
+      char name[24];
+      sw_sched_word_name(t->word, name, sizeof name);
       n += snprintf(e->failure + n, left,
-                    " thread %d waits on word %p for a change from %" PRIu32
+                    " thread %d waits on %s (%p) for a change from %" PRIu32
                     " (it holds %" PRIu32 ")%s;",
-                    i, (void *)t->word, t->expected,
+                    i, name, (void *)t->word, t->expected,
                     atomic_load_explicit(&t->word->value, memory_order_relaxed),
                     t->timed ? ", with a deadline" : "");
     } else if (t->status == SW_RUNNABLE) {
@@ -425,6 +461,7 @@ sw_sched_explorer *sw_sched_explorer_new(int32_t strategy, int32_t bound, uint64
   e->tick = 100;
   e->step_bound = 200000;
   e->spurious_bound = 1;
+  e->watchdog = 30;
   e->schedule_seed = sw_sched_mix(seed);
   const char *replay = getenv("SINGLEWRITER_SCHED_SEED");
   if (strategy == SW_SCHED_PCT && replay && *replay) {
@@ -437,10 +474,11 @@ sw_sched_explorer *sw_sched_explorer_new(int32_t strategy, int32_t bound, uint64
 }
 
 void sw_sched_explorer_configure(sw_sched_explorer *e, uint64_t tick_ns, uint64_t step_bound,
-                                 int32_t spurious_wakes) {
+                                 int32_t spurious_wakes, int32_t watchdog_seconds) {
   e->tick = tick_ns;
   e->step_bound = step_bound;
   e->spurious_bound = spurious_wakes;
+  e->watchdog = watchdog_seconds;
 }
 
 void sw_sched_explorer_free(sw_sched_explorer *e) {
@@ -482,7 +520,23 @@ bool sw_sched_run_one(sw_sched_explorer *e, int32_t count, sw_sched_body body, v
   int first = sw_sched_choose(r, NULL, SW_START);
   r->current = first;
   pthread_cond_signal(&r->threads[first].turn);
-  while (!r->finished && !r->failed) pthread_cond_wait(&r->done, &r->lock);
+  // A thread that blocks outside this layer (a lock or wait that bypasses sw_wait) holds
+  // the baton forever: a watchdog on the real clock reports it instead of hanging.
+  uint64_t seen = r->steps;
+  int idle_seconds = 0;
+  while (!r->finished && !r->failed) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 1;
+    if (pthread_cond_timedwait(&r->done, &r->lock, &deadline) == 0) continue;
+    if (r->steps != seen) {
+      seen = r->steps;
+      idle_seconds = 0;
+    } else if (++idle_seconds >= e->watchdog) {
+      sw_sched_fail(r, "hang (a thread blocked outside the scheduler, in a lock or wait that "
+                       "bypasses sw_wait, and no scheduling point came for the watchdog's time)");
+    }
+  }
   bool failed = r->failed;
   int threads = r->count;
   pthread_mutex_unlock(&r->lock);
@@ -557,8 +611,9 @@ sw_sched_explorer *sw_sched_explorer_new(int32_t strategy, int32_t bound, uint64
 }
 void sw_sched_explorer_free(sw_sched_explorer *explorer) { (void)explorer; }
 void sw_sched_explorer_configure(sw_sched_explorer *explorer, uint64_t tick_ns,
-                                 uint64_t step_bound, int32_t spurious_wakes) {
-  (void)explorer, (void)tick_ns, (void)step_bound, (void)spurious_wakes;
+                                 uint64_t step_bound, int32_t spurious_wakes,
+                                 int32_t watchdog_seconds) {
+  (void)explorer, (void)tick_ns, (void)step_bound, (void)spurious_wakes, (void)watchdog_seconds;
 }
 bool sw_sched_run_one(sw_sched_explorer *explorer, int32_t count, sw_sched_body body,
                       void *context) {
@@ -589,6 +644,7 @@ int32_t sw_sched_threads(const sw_sched_explorer *explorer) {
   (void)explorer;
   return 0;
 }
+void sw_sched_name_word(const void *word, const char *name) { (void)word, (void)name; }
 uint64_t sw_sched_schedules(const sw_sched_explorer *explorer) {
   (void)explorer;
   return 0;

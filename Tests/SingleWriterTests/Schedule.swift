@@ -57,12 +57,14 @@ enum Scheduler {
 
   /// Runs a fresh `make()` under each schedule until one fails, `limit` schedules have
   /// run, or the exhaustive search is over. Virtual time moves `tick` nanoseconds per
-  /// scheduling point. Timed waits that fire count as failures
+  /// scheduling point; a schedule with no scheduling point for `watchdogSeconds` of real
+  /// time has a thread blocked outside the scheduler, and fails. Timed waits that fire count as failures
   /// unless `allowsTimeouts`: in these short scenarios nobody holds the writer long, so
   /// one means a wake-up was lost.
   static func explore(
     _ strategy: Strategy, seed: UInt64 = 1, limit: Int, spuriousWakes: Int32 = 1,
-    tick: UInt64 = 100, allowsTimeouts: Bool = false, _ make: () -> Run
+    tick: UInt64 = 100, watchdogSeconds: Int32 = 30, allowsTimeouts: Bool = false,
+    _ make: () -> Run
   ) -> Outcome {
     let explorer: OpaquePointer
     switch strategy {
@@ -71,7 +73,7 @@ enum Scheduler {
     case .exhaustive(let preemptions):
       explorer = sw_sched_explorer_new(Int32(SW_SCHED_EXHAUSTIVE), preemptions, seed)!
     }
-    sw_sched_explorer_configure(explorer, tick, 200_000, spuriousWakes)
+    sw_sched_explorer_configure(explorer, tick, 200_000, spuriousWakes, watchdogSeconds)
     var schedules = 0
     var spawning = 0
     while true {

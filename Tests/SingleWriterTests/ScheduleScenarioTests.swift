@@ -1,3 +1,4 @@
+import Dispatch
 import Observation
 import SingleWriterAtomics
 import Testing
@@ -15,6 +16,18 @@ import Testing
 @Suite(.enabled(if: Scheduler.isAvailable, "needs -Xcc -DSINGLEWRITER_SCHED"), .serialized)
 struct ScheduleScenarioTests {
   typealias Container = ThreadSafeSingleWriter<Int>
+
+  /// A new container whose words carry their names in deadlock reports.
+  static func makeContainer() -> Container {
+    let container = Container(value: 0)
+    let lock = container.lock
+    sw_sched_name_word(lock.state, "the state word")
+    sw_sched_name_word(lock.parkSequence, "the park sequence")
+    sw_sched_name_word(lock.inboxLock, "the inbox lock")
+    sw_sched_name_word(lock.lendWord, "the lend word")
+    sw_sched_name_word(container.hub.mutex, "the change hub's mutex")
+    return container
+  }
 
   /// Nothing queued, and the writer can be checked out (and is released again).
   static func isFreeAndEmpty(_ container: Container) -> String? {
@@ -54,7 +67,7 @@ struct ScheduleScenarioTests {
   /// builds once compiled into a release before the write was stored.
   @Test func releaseRacesEnqueue() {
     Scheduler.check(pct: 2_000, exhaustive: 10_000) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       journal.enter("A.0")
@@ -81,7 +94,7 @@ struct ScheduleScenarioTests {
   /// by design.
   @Test func closureWritesRaceQueuedWrites() {
     Scheduler.check(pct: 2_000, exhaustive: 10_000, allowsTimeouts: true) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let tried = ScheduleBox<ScheduleJournal>()
       return Scheduler.Run(
@@ -119,7 +132,7 @@ struct ScheduleScenarioTests {
   /// among them, the release must wake it: a timed wait that fires is a lost wake-up.
   @Test func parkedWithWriterIsWokenByTheRelease() {
     Scheduler.check(pct: 2_000, exhaustive: 10_000) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       sw_store_release(container.lock.spinRounds, 0)
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
@@ -148,7 +161,7 @@ struct ScheduleScenarioTests {
   /// proxy is then kept or retired; either way the checkout must end and the queue run.
   @Test func weakProxyMadeStrongWhileItsLendEnds() {
     Scheduler.check(pct: 2_000, exhaustive: 10_000) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let box = ScheduleBox<ThreadSafeWriterProxy<Int>>()
       return Scheduler.Run(
@@ -173,7 +186,7 @@ struct ScheduleScenarioTests {
   /// that ran it is still draining the queue, with a third thread queueing more.
   @Test func proxyReleasedOnAnotherThreadDuringADrain() {
     Scheduler.check(pct: 2_000, exhaustive: 10_000) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       let kept = ScheduleBox<ThreadSafeWriterProxy<Int>>()
@@ -206,7 +219,7 @@ struct ScheduleScenarioTests {
   /// Two producers queue behind a held proxy while it is released.
   @Test func twoProducersQueueBehindARelease() {
     Scheduler.check(pct: 2_000, exhaustive: 10_000) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       journal.enter("A.0")
@@ -239,7 +252,7 @@ struct ScheduleScenarioTests {
   /// writes in the queue would let a helper take over, as documented.
   @Test func nestedWritesRunBeforeTheReleaseReturns() {
     Scheduler.check(pct: 200, exhaustive: 1_000, tick: 10_000) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       journal.enter("A.0")
@@ -270,7 +283,7 @@ struct ScheduleScenarioTests {
   /// the releasing thread returns. Every write still runs once, in order.
   @Test func aHelperTakesOverALongDrain() {
     Scheduler.check(pct: 1_000, exhaustive: 5_000, tick: 10_000, spawnsHelpers: true) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       journal.enter("A.0")
@@ -306,7 +319,7 @@ struct ScheduleScenarioTests {
   @Test func anObserverWritesBack() {
     guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, *) else { return }
     Scheduler.check(pct: 2_000, exhaustive: 10_000, allowsTimeouts: true) {
-      let container = Container(value: 0)
+      let container = Self.makeContainer()
       let journal = ScheduleJournal()
       withObservationTracking {
         _ = container.trackedRead
@@ -340,7 +353,7 @@ struct ScheduleScenarioTests {
   @Test func newcomerNeverTakesTheWriterWhileWritesAreQueued() {
     withKnownIssue("WriterLock.release frees the checkout before the inbox is checked") {
       Scheduler.check(pct: 2_000, exhaustive: 10_000) {
-        let container = Container(value: 0)
+        let container = Self.makeContainer()
         let journal = ScheduleJournal()
         let held = ScheduleBox(container.writer!)
         let returned = ScheduleBox<ScheduleJournal>()
@@ -397,6 +410,7 @@ struct ScheduleScenarioSelfTests {
   /// sequence), a set in between is missed and the waiter sleeps forever.
   static func event(sequenceFirst: Bool) -> Scheduler.Run {
     let words = Words()
+    sw_sched_name_word(words.sequence, "the event's sequence")
     return Scheduler.Run(
       threads: [
         {
@@ -422,6 +436,9 @@ struct ScheduleScenarioSelfTests {
         Self.event(sequenceFirst: false)
       }
       #expect(outcome.failure?.contains("deadlock") == true, "\(strategy)")
+      #expect(
+        outcome.failure?.contains("thread 0 waits on the event's sequence") == true,
+        "\(outcome.failure ?? "")")
       let fixed = Scheduler.explore(strategy, limit: 1_000) { Self.event(sequenceFirst: true) }
       #expect(fixed.failure == nil, "\(strategy): \(fixed.failure ?? "")")
     }
@@ -439,6 +456,15 @@ struct ScheduleScenarioSelfTests {
         check: { nil })
     }
     #expect(outcome.failure?.contains("livelock") == true)
+  }
+
+  /// A thread that blocks outside the scheduler keeps the baton: the watchdog reports it.
+  @Test func aWaitThatBypassesTheSchedulerIsAHang() {
+    let outcome = Scheduler.explore(.pct(depth: 2), limit: 1, watchdogSeconds: 1) {
+      let never = DispatchSemaphore(value: 0)
+      return Scheduler.Run(threads: [{ never.wait() }], check: { nil })
+    }
+    #expect(outcome.failure?.contains("hang") == true)
   }
 
   /// A wait nobody ends fires at its deadline, in virtual time, and is counted.

@@ -56,10 +56,13 @@ sw_sched_explorer *sw_sched_explorer_new(int32_t strategy, int32_t bound, uint64
 /// Frees a search whose last schedule did not fail (a failed one's threads never end).
 void sw_sched_explorer_free(sw_sched_explorer *explorer);
 
-/// How far virtual time moves per scheduling point, and how many points a schedule may
-/// take before it counts as a livelock.
+/// How far virtual time moves per scheduling point; how many points a schedule may take
+/// before it counts as a livelock; how many waits per schedule may return spuriously;
+/// and how many seconds of real time with no scheduling point count as a hang (a thread
+/// blocked outside this layer).
 void sw_sched_explorer_configure(sw_sched_explorer *explorer, uint64_t tick_ns,
-                                 uint64_t step_bound, int32_t spurious_wakes);
+                                 uint64_t step_bound, int32_t spurious_wakes,
+                                 int32_t watchdog_seconds);
 
 /// Runs `count` threads, `body(context, 0..<count)`, under the next schedule, and returns
 /// when all have ended (true) or the schedule deadlocked or livelocked (false; see
@@ -80,6 +83,10 @@ const char *sw_sched_describe(const sw_sched_explorer *explorer);
 
 /// Timed waits of the last schedule that ended by timing out.
 uint32_t sw_sched_timeouts(const sw_sched_explorer *explorer);
+
+/// Names a word for failure reports ("thread 1 waits on state ..."). The name is copied;
+/// the newest name given to an address wins.
+void sw_sched_name_word(const void *word, const char *name);
 
 /// Threads of the last schedule, helpers that the library spawned included.
 int32_t sw_sched_threads(const sw_sched_explorer *explorer);
