@@ -346,6 +346,46 @@ struct ScheduleScenarioTests {
     }
   }
 
+  /// A `withWriter` against a thread that keeps taking the writer with `tryWrite`, and
+  /// gives up its time slice while it holds it (so that the waiter runs and finds the
+  /// writer busy, as it would on another core). The waiter may be overtaken while it
+  /// spins and sleeps, but after about a millisecond it queues, and is then served
+  /// before the other thread's next write: it must get the writer long before the other
+  /// thread gives up.
+  @Test func aWaiterIsOvertakenOnlyForABoundedTime() {
+    Scheduler.check(pct: 200, exhaustive: 200, allowsTimeouts: true) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      return Scheduler.Run(
+        threads: [
+          {
+            container.withWriter {
+              journal.enter("W.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+          {
+            // About 400 writes a millisecond, in virtual time.
+            // A failed attempt yields too: a loop that never yields, with one thread
+            // running at a time, would starve anyone.
+            for _ in 0..<2_000 where !journal.events.contains("W.1") {
+              let wrote: Void? = container.tryWrite {
+                $0 += 1
+                sw_yield_thread()
+              }
+              if wrote == nil { sw_yield_thread() }
+            }
+            if !journal.events.contains("W.1") { journal.notes.append("the waiter starved") }
+          },
+        ],
+        check: {
+          if let failure = journal.check(ranExactly: ["W.1"]) { return failure }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+
   /// "`writer` is nil while writes are queued": a held proxy is released with a write
   /// queued, a second `writeNext` returns, and a newcomer asks for the writer. Today
   /// `WriterLock.release` clears `writer|queued` before `releaseOrTakeBack` looks at the
