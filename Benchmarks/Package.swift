@@ -62,6 +62,13 @@ let package = Package(
       ],
       path: "Tools/Contended"
     ),
+    // Contended `await write` from tasks on the cooperative pool, against Mutex and an
+    // actor; run by compare.sh after Contended.
+    .executableTarget(
+      name: "AsyncContended",
+      dependencies: [.product(name: "SingleWriter", package: "SingleWriter")],
+      path: "Tools/AsyncContended"
+    ),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -17,7 +17,8 @@
 # Environment: RATIO_TOLERANCE (default 0.5, i.e. +50%) for --check;
 # RESULTS_DIR to keep the raw samples instead of a temporary directory;
 # CONTENDED_ARGS for Tools/Contended (e.g. "--rounds 9" or "--strict", which fails the
-# run unless it is valid and every contended goal passes); SCRATCH_PATH for a build
+# run unless it is valid and every contended goal passes); ASYNC_CONTENDED_ARGS for
+# Tools/AsyncContended (e.g. "--rounds 9 --ops 200000"); SCRATCH_PATH for a build
 # directory other than Benchmarks/.build.
 set -euo pipefail
 
@@ -87,5 +88,16 @@ if [[ $contended == yes ]]; then
   echo "Load before Contended: $(uptime)"
   # shellcheck disable=SC2086  # CONTENDED_ARGS is a list of words
   "$bin/Contended" ${CONTENDED_ARGS:-} || status=$?
+
+  # The same, from tasks on the cooperative pool: `await write` against Mutex and an actor.
+  build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product AsyncContended)
+  if ! "${build[@]}" >"$results/async-contended-build.log" 2>&1; then
+    cat "$results/async-contended-build.log" >&2
+    echo "compare.sh: building Tools/AsyncContended failed" >&2
+    exit 2
+  fi
+  echo
+  # shellcheck disable=SC2086  # ASYNC_CONTENDED_ARGS is a list of words
+  "$bin/AsyncContended" ${ASYNC_CONTENDED_ARGS:-} || status=$?
 fi
 exit "$status"

@@ -42,10 +42,22 @@ import Testing
       Task { await hub.waitForChange(after: seen, id: second) },
     ]
     await waitUntil { hub.withLock { hub.sleepers.count } == 2 }
-    hub.close()
+    hub.close(keeping: 0)
     for sleeper in sleepers { await sleeper.value }
     #expect(hub.isClosed)
     await hub.waitForChange(after: seen, id: first)  // closed: returns at once
+  }
+
+  @Test func closingKeepsTheLastValueOnlyForASubscription() {
+    let unobserved = ChangeHub()
+    unobserved.close(keeping: 1)
+    #expect(unobserved.lastValue(of: Int.self) == nil, "nobody to read it")
+    let hub = ChangeHub()
+    let version = hub.version
+    hub.withLock { hub.subscriptions = 1 }
+    hub.close(keeping: 8)
+    #expect(hub.lastValue(of: Int.self) == 8)
+    #expect(hub.version == version, "the version the kept value belongs to")
   }
 
   @Test func cancellingASleeperRemovesIt() async {

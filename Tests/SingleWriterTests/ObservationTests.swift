@@ -352,3 +352,207 @@ struct Profile: Equatable, Sendable {
     }
   }
 }
+
+/// Regressions from issue 22: when a stream ends, what it delivers last, and observers
+/// of the plain container.
+@Suite struct ObservationStreamEndTests {
+  /// Item 1: the value written just before the container is freed is delivered, to a
+  /// consumer asleep in the hub and to one that is not, then the stream ends.
+  @MainActor @Test func theLastValueIsDeliveredBeforeTheStreamEnds() async {
+    var box: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
+    let hub = box!.hub
+    let stream = box!.changes()
+    let consumer = Task { @MainActor in
+      var values: [Int] = []
+      for await value in stream { values.append(value) }
+      return values
+    }
+    while hub.withLock({ hub.sleepers.isEmpty }) {  // until it has 1, and sleeps
+      try? await Task.sleep(for: .milliseconds(1))
+    }
+    // On this actor, so the consumer cannot run before the container is gone.
+    box!.tryWrite { $0 = 8 }
+    box = nil
+    #expect(await consumer.value == [1, 8])
+
+    var awake: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
+    var iterator = awake!.changes().makeAsyncIterator()
+    #expect(await iterator.next() == 1)
+    awake!.tryWrite { $0 = 8 }
+    awake = nil
+    #expect(await iterator.next() == 8)
+    #expect(await iterator.next() == nil)
+
+    var unstarted: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
+    var fresh = unstarted!.changes().makeAsyncIterator()
+    unstarted!.tryWrite { $0 = 8 }
+    unstarted = nil
+    #expect(await fresh.next() == 8, "the newest value, not the one at subscription")
+    #expect(await fresh.next() == nil)
+  }
+
+  /// Item 1, with the consumer on another thread: it may wake while the container is
+  /// being freed, when its weak read fails and the hub is not closed yet.
+  @Test func theLastValueReachesAConsumerOnAnotherThread() async {
+    for _ in 0..<200 {
+      var box: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
+      let hub = box!.hub
+      let stream = box!.changes()
+      let consumer = Task.detached {
+        var values: [Int] = []
+        for await value in stream { values.append(value) }
+        return values
+      }
+      await waitUntil { hub.withLock { !hub.sleepers.isEmpty } }
+      box!.tryWrite { $0 = 8 }
+      box = nil
+      #expect(await consumer.value == [1, 8])
+    }
+  }
+
+  /// Item 1, on the plain container, which shares the cursor.
+  @Test func thePlainContainersLastValueIsDeliveredBeforeTheStreamEnds() async {
+    var box: SingleWriter<Int>? = SingleWriter(value: 1)
+    var iterator = box!.changes().makeAsyncIterator()
+    #expect(await iterator.next() == 1)
+    box!.tryWrite { $0 = 8 }
+    box = nil
+    #expect(await iterator.next() == 8)
+    #expect(await iterator.next() == nil)
+  }
+
+  /// Item 2: an iterator made after the container is gone ends at once, instead of
+  /// yielding the value at subscription.
+  @Test func anIteratorMadeAfterTheContainerIsGoneEndsAtOnce() async {
+    var box: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
+    let stream = box!.changes()
+    var first = stream.makeAsyncIterator()
+    #expect(await first.next() == 1)
+    box = nil
+    #expect(await first.next() == nil)
+    var late = stream.makeAsyncIterator()
+    #expect(await late.next() == nil)
+
+    var plain: SingleWriter<Int>? = SingleWriter(value: 1)
+    let plainStream = plain!.changes()
+    plain = nil
+    var plainLate = plainStream.makeAsyncIterator()
+    #expect(await plainLate.next() == nil)
+  }
+
+  /// Item 3: cancellation ends the stream at the next `next()`, even though a consumer
+  /// that writes back always finds a newer value.
+  @Test func cancellationEndsAStreamThatKeepsGettingValues() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let afterCancel = await Task {
+      var afterCancel = 0
+      for await value in box.changes() {
+        if Task.isCancelled {
+          afterCancel += 1
+          if afterCancel == 100 { break }
+        }
+        if value == 5 { withUnsafeCurrentTask { $0?.cancel() } }
+        box.tryWrite { $0 += 1 }
+      }
+      return afterCancel
+    }.value
+    #expect(afterCancel == 0)
+    #expect(box.read == 6)
+
+    let plainAfterCancel = await Task {
+      let plain = SingleWriter(value: 0)
+      var afterCancel = 0
+      for await value in plain.changes() {
+        if Task.isCancelled {
+          afterCancel += 1
+          if afterCancel == 100 { break }
+        }
+        if value == 5 { withUnsafeCurrentTask { $0?.cancel() } }
+        plain.tryWrite { $0 += 1 }
+      }
+      return afterCancel
+    }.value
+    #expect(plainAfterCancel == 0)
+  }
+
+  /// Item 4: a task cancelled before its first `next()` gets `nil`, not the first value.
+  @Test func anAlreadyCancelledTaskGetsNothing() async {
+    let box = ThreadSafeSingleWriter(value: 7)
+    let stream = box.changes()
+    let first = await Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      var iterator = stream.makeAsyncIterator()
+      return await iterator.next()
+    }.value
+    #expect(first == nil)
+  }
+
+  /// Item 5: an observer's `writeNext` on the plain container goes behind the writes
+  /// already queued, as on the thread-safe one; its `tryWrite` finds the writer busy.
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+  @Test func anObserversWriteGoesBehindQueuedWrites() {
+    let box = SingleWriter(value: [String]())
+    nonisolated(unsafe) let unsafeBox = box  // the handler runs on this thread only
+    let tried = Locked<[Bool]>([])
+    withObservationTracking {
+      _ = unsafeBox.trackedRead
+    } onChange: {
+      tried.withLock { $0.append(unsafeBox.tryWrite { $0.append("tryWrite") } != nil) }
+      unsafeBox.writeNext { $0.write.append("observer") }
+    }
+    var held = box.writer
+    box.writeNext { $0.write.append("A") }
+    box.writeNext { $0.write.append("B") }
+    held = nil
+    #expect(box.read == ["A", "B", "observer"])
+    #expect(tried.withLock { $0 } == [false])
+    _ = held
+  }
+
+  /// Item 6: a stream or a tracked read that starts inside a write hears about the rest
+  /// of that write.
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+  @Test func anObserverThatStartsInsideAWriteHearsTheRestOfIt() async {
+    let box = SingleWriter(value: 0)
+    var stream: SingleWriter<Int>.Changes<Int>?
+    box.tryWrite { value in
+      value = 1
+      stream = box.changes()
+      value = 2
+    }
+    var iterator = stream!.makeAsyncIterator()
+    #expect(await iterator.next() == 2)
+    box.tryWrite { $0 = 3 }
+    #expect(await iterator.next() == 3)
+
+    let tracked = SingleWriter(value: 0)
+    nonisolated(unsafe) let unsafeTracked = tracked
+    let fired = Counter()
+    tracked.tryWrite { value in
+      value = 1
+      withObservationTracking {
+        _ = unsafeTracked.trackedRead
+      } onChange: {
+        fired.add(1)
+      }
+      value = 2
+    }
+    #expect(fired.load() == 1)
+  }
+
+  /// Seen by the issue-22 pass: a subscriber that leaves while a closure write ends must
+  /// not leave the container marked observed. Runs `tryWrite`'s steps one by one, with
+  /// the subscriber leaving where another thread's could: after the fast end failed on
+  /// `observed`, before the slow end reads the state.
+  @Test func aSubscriberLeavingDuringAClosureWriteTurnsPublishingOff() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    var stream = Optional(box.changes())
+    #expect(box.lock.tryBeginClosureWrite())
+    box.storage.pointee = 1
+    #expect(!box.lock.tryEndClosureWrite())
+    stream = nil
+    box.finishClosureWrite()
+    #expect(stream == nil && box.subscriberCount == 0)
+    #expect(!box.isObserved, "nobody observes: checkouts must take the fast path again")
+  }
+}

@@ -32,9 +32,8 @@ import Testing
     }
     #expect(lineOf(sw_ts_writing_thread(sync)) == 0)
     #expect(lineOf(sw_ts_checkout_task(sync)) == 0)
-    #expect(lineOf(sw_ts_inbox(sync)) == 1)
-    #expect(lineOf(sw_ts_inbox_lock(sync)) == 1)
-    #expect(lineOf(sw_ts_serving_thread(sync)) == 1)
+    #expect(lineOf(sw_ts_queued_hint(sync)) == 1)
+    #expect(lineOf(sw_ts_hand_off_lock(sync)) == 1)
   }
 
   @Test func threadIDsAreNonZeroDistinctStableAndLeaveTheLowBitFree() async {

@@ -62,6 +62,28 @@ private actor OnItsOwnThread {
   }
 
   func run<R: Sendable>(_ body: @Sendable () -> R) -> R { body() }
+
+  /// A section opened and closed on this actor's thread, suspended in `pause` between:
+  /// other jobs of this actor, on the same thread, run meanwhile.
+  func holdSection(
+    _ mode: AccessMode, _ resource: String, line: UInt = #line,
+    across pause: @Sendable () async -> Void
+  ) async {
+    RaceDetector.begin(mode, resource, line: line)
+    await pause()
+    RaceDetector.end(mode, resource)
+  }
+}
+
+/// A one-shot signal for tasks: `wait` returns once `open` has been called.
+private struct Gate: Sendable {
+  private let stream: AsyncStream<Void>
+  private let continuation: AsyncStream<Void>.Continuation
+
+  init() { (stream, continuation) = AsyncStream.makeStream() }
+
+  func open() { continuation.finish() }
+  func wait() async { for await _ in stream {} }
 }
 
 /// Passes a value that is not `Sendable` to another thread on purpose. The receiver
@@ -211,6 +233,73 @@ private struct Quiet {
     #expect(before != during, "the task did move to another thread")
     #expect(reports.isEmpty)
   }
+
+  #if DEBUG
+    /// Issue 22, item 7: a section that a task holds across an `await` belongs to that
+    /// task, not to the thread it began on: another task on that thread overlaps it.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+    @Test func aSectionHeldAcrossAnAwaitConflictsWithAnotherTaskOnItsThread() async throws {
+      let resource = uniqueResource()
+      let actor = OnItsOwnThread()
+      let inside = Gate()
+      let leave = Gate()
+      let writeLine: UInt = #line + 4
+      let readLine: UInt = #line + 9
+      let reports = await collectReports(where: { $0.resource.contains(resource) }) {
+        let holder = Task {
+          await actor.holdSection(.write, resource) {
+            inside.open()
+            await leave.wait()
+          }
+        }
+        await inside.wait()
+        await actor.run { RaceDetector.withAccess(.read, resource) {} }  // the same thread
+        leave.open()
+        await holder.value
+      }
+      try #require(reports.count == 1)
+      #expect(reports[0].inside.line == writeLine)
+      #expect(reports[0].entering.line == readLine)
+    }
+
+    /// Issue 22, item 7: `end` closes the section of its own task, not another task's
+    /// section that began on the thread this one resumed on.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+    @Test func endClosesItsOwnTasksSection() async throws {
+      let resource = uniqueResource()
+      let actor = OnItsOwnThread()
+      let inside = Gate()
+      let leave = Gate()
+      let collected = Locked<[RaceReport]>([])
+      let previous = RaceDetector.onRace
+      RaceDetector.onRace = { report in
+        guard report.resource.contains(resource) else { return previous(report) }
+        collected.withLock { $0.append(report) }
+      }
+      defer { RaceDetector.onRace = previous }
+      RaceDetector.begin(.read, resource)  // this task's, on a pool thread
+      let otherLine: UInt = #line + 3
+      let other = Task {
+        // Another task's, on the actor's thread.
+        await actor.holdSection(.read, resource) {
+          inside.open()
+          await leave.wait()
+        }
+      }
+      await inside.wait()
+      await actor.run { RaceDetector.end(.read, resource) }  // this task, on that thread
+      await runOnThread(stackSize: 1 << 20) {
+        RaceDetector.withAccess(.write, resource) {}  // overlaps whatever is still open
+      }
+      let reports = collected.withLock { $0 }
+      try #require(reports.count == 1)
+      // Had `end` closed the other task's section, that task's own `end` would find
+      // nothing to close and stop the program: it is left parked instead.
+      try #require(reports[0].inside.line == otherLine, "the other task's section is open")
+      leave.open()
+      await other.value
+    }
+  #endif
 
   @Test func withAccessReturnsAndRethrows() {
     struct Failure: Error {}

@@ -39,7 +39,7 @@ enum Scheduler {
     var failure: String?
     /// The exhaustive search ran every schedule within its bound.
     var exhausted: Bool
-    /// Schedules in which the library spawned a helper thread.
+    /// Schedules in which the C layer started a thread of its own (none does today).
     var spawning = 0
   }
 
@@ -117,7 +117,7 @@ enum Scheduler {
   /// both run even when the first fails, so that each one's reach shows in the log.
   static func check(
     pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, tick: UInt64 = 100,
-    allowsTimeouts: Bool = false, spawnsHelpers: Bool = false,
+    allowsTimeouts: Bool = false,
     sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
   ) {
     let searches: [(Strategy, Int)] = [
@@ -134,10 +134,6 @@ enum Scheduler {
           + " schedules\(outcome.exhausted ? ", all within the bound" : "")"
           + (outcome.spawning == 0 ? "" : ", \(outcome.spawning) with a helper thread")
           + (outcome.failure == nil ? "" : ", failed"))
-      if spawnsHelpers, outcome.failure == nil, outcome.spawning == 0 {
-        Issue.record(
-          "\(strategy): no schedule reached the helper thread", sourceLocation: sourceLocation)
-      }
       if let failure = outcome.failure {
         Issue.record(
           "\(strategy), after \(outcome.schedules) schedules: \(failure)",

@@ -240,7 +240,7 @@ final class Log: @unchecked Sendable {
         box.withWriter { $0 += 1 }
         done.signal()
       }
-      while sw_load_acquire(box.lock.state) & WriterState.parked == 0 { usleep(100) }
+      while !box.lock.word.hasParked { usleep(100) }
       held.withLock { $0 = nil }
       done.wait()
     }
@@ -290,7 +290,7 @@ final class Log: @unchecked Sendable {
       released.signal()
     }
     running.wait()
-    #expect(sw_uptr_load(box.lock.servingThread) != 0)
+    #expect(box.lock.withHandOffLock { box.handOff.pointee.server } != 0)
     for value in 0..<10_000 { box.writeNext { $0.write.append(value) } }
     #expect(box.pendingCount == 10_000, "every call returned with the runner stuck")
     gate.signal()
@@ -804,6 +804,101 @@ final class Log: @unchecked Sendable {
     _ = held
   }
 
+  // MARK: Every write done when every call has returned (issue 21)
+
+  @Test func aReleaseReturnsOnlyAfterTheNestedWritesOfItsQueuedWrites() {
+    // Another thread keeps queueing while this one serves for over a millisecond: the
+    // serving role may move on, but only after the nested write it owes has run.
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let stop = Locked(false)
+    let producing = DispatchSemaphore(value: 0)
+    var held = box.writer
+    box.writeNext { proxy in
+      proxy.write.append("outer")
+      Thread.sleep(forTimeInterval: 0.003)  // past the server's millisecond
+      box.writeNext { $0.write.append("nested") }
+    }
+    Thread.detachNewThread {
+      producing.signal()
+      while !stop.withLock({ $0 }) { box.writeNext { $0.write.append("other") } }
+    }
+    producing.wait()
+    held = nil  // this thread serves: "outer", then everything up to "nested"
+    let nestedRan = box.read.contains("nested")
+    stop.withLock { $0 = true }
+    #expect(nestedRan, "the release returned before the write it queued had run")
+    _ = held
+  }
+
+  @Test func everyWriteHasRunWhenTheReleaseAndTheProducerHaveReturned() {
+    // Slow writes keep arriving from another thread while this one serves: whoever serves
+    // them past this thread's millisecond must be a caller that has not returned yet.
+    let box = ThreadSafeSingleWriter(value: 0)
+    let stop = Locked(false)
+    let produced = Counter()
+    let finished = DispatchSemaphore(value: 0)
+    var held = box.writer
+    Thread.detachNewThread {
+      while !stop.withLock({ $0 }) {
+        box.writeNext { proxy in
+          let until = DispatchTime.now().uptimeNanoseconds + 20_000
+          while DispatchTime.now().uptimeNanoseconds < until {}
+          proxy.write += 1
+        }
+        produced.add(1)
+      }
+      finished.signal()
+    }
+    while produced.load() < 100 { usleep(100) }
+    held = nil  // this thread serves the backlog, then the producer's stream, for a while
+    usleep(20_000)
+    stop.withLock { $0 = true }
+    finished.wait()
+    #expect(box.read == produced.load(), "a write was still running after every call returned")
+    _ = held
+  }
+
+  @Test func everyWriteHasRunWhenConcurrentPerformReturns() {
+    // The README's example, repeated: no write may still be running on another thread
+    // once every call has returned.
+    struct Stats: Sendable { var hits = 0, misses = 0 }
+    for _ in 0..<20 {
+      let stats = ThreadSafeSingleWriter(value: Stats())
+      DispatchQueue.concurrentPerform(iterations: 10_000) { _ in
+        let done: Void? = stats.tryWrite {
+          $0.hits += 1
+          $0.misses += 0
+        }
+        if done == nil {
+          stats.writeNext {
+            $0.write.hits += 1
+            $0.write.misses += 0
+          }
+        }
+      }
+      #expect(stats.read.hits == 10_000)
+    }
+  }
+
+  @Test func aDeinitThatWaitsForTheContainerWhileItsQueueRunsStops() async throws {
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      var held = box.writer
+      do {
+        let last = CallsBack(box)
+        box.writeNext { [last] proxy in withExtendedLifetime(last) { proxy.write += 1 } }
+      }
+      // Freed by the thread that runs the queue, after the closure ran: a wait there for
+      // the checkout that thread holds would never end.
+      held = nil
+      _ = held
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("would wait forever"))
+  }
+
   @Test(arguments: [2, 4, 8])
   func contendedWriteNextRunsEveryClosureOnceInFIFOOrderPerThread(threads: Int) {
     let box = ThreadSafeSingleWriter(value: [Int: [Int]]())
@@ -818,6 +913,68 @@ final class Log: @unchecked Sendable {
     for thread in 0..<threads {
       #expect(result[thread] == Array(0..<perThread), "thread \(thread)'s writes ran in order")
     }
+  }
+
+  @Test func waitsOfEveryKindMixedOnTheCooperativePoolNeverDeadlock() async {
+    // An `await write` queued behind a held writer, then `withWriter` from as many tasks
+    // as the pool has threads, then the release: the queue must not hand the writer to
+    // the suspended task, which would need a pool thread that every `withWriter` blocks.
+    await #expect(processExitsWith: .success) {
+      Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: 20)
+        print("deadlocked")
+        exit(1)
+      }
+      let box = ThreadSafeSingleWriter(value: 0)
+      let threads = ProcessInfo.processInfo.activeProcessorCount
+      for round in 0..<20 {
+        let held = Locked(box.writer)
+        let queued = Task { try await box.write { $0 += 1 } }
+        let checkout = Task { () -> Int in
+          let proxy = try await box.checkout()
+          proxy.write += 1
+          return proxy.write
+        }
+        await waitUntil { box.pendingCount >= 2 || round % 2 == 1 }
+        let blocked = (0..<threads).map { _ in Task { box.withWriter { $0 += 1 } } }
+        usleep(10_000)  // let them block
+        held.withLock { $0 = nil }
+        for task in blocked { await task.value }
+        _ = try await queued.value
+        _ = try await checkout.value
+      }
+      precondition(box.read == 20 * (threads + 2))
+    }
+  }
+
+  @Test func asyncWritesFromManyTasksAreExactAndInFIFOOrderPerTask() async throws {
+    let box = ThreadSafeSingleWriter(value: [Int: [Int]]())
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for task in 0..<8 {
+        group.addTask {
+          for index in 0..<2_000 { try await box.write { $0[task, default: []].append(index) } }
+        }
+      }
+      try await group.waitForAll()
+    }
+    let result = box.read
+    for task in 0..<8 { #expect(result[task] == Array(0..<2_000)) }
+  }
+
+  @Test func aCheckoutWokenAtItsTurnTakesTheWriterWithoutBeingHandedIt() async throws {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let held = Locked(box.writer)
+    let checkout = Task { () -> Void in
+      let proxy = try await box.checkout()
+      proxy.write.append("checkout")
+    }
+    await waitUntil { box.pendingCount == 1 }
+    box.writeNext { $0.write.append("after") }
+    held.withLock { $0 = nil }
+    try await checkout.value
+    await waitUntil { box.writer != nil }
+    #expect(box.read.count == 2)
+    #expect(Set(box.read) == ["checkout", "after"])
   }
 
   @Test func cancellationRacingTheGrantNeitherHangsNorLosesAWrite() async {
@@ -844,6 +1001,13 @@ final class Log: @unchecked Sendable {
     await waitUntil { box.writer != nil }
     #expect(box.read == ran.load())
   }
+}
+
+/// Calls back into its container from its `deinit`.
+final class CallsBack: Sendable {
+  let box: ThreadSafeSingleWriter<Int>
+  init(_ box: ThreadSafeSingleWriter<Int>) { self.box = box }
+  deinit { box.withWriter { $0 += 1 } }
 }
 
 /// A weak reference a `@Sendable` closure can fill in, from the queue's thread.
@@ -1036,6 +1200,6 @@ func waitUntil(_ condition: () -> Bool) async {
     #expect(weakBox == nil, "a stream does not keep its container alive")
     var values: [Int] = []
     for await value in stream! { values.append(value) }
-    #expect(values == [7])
+    #expect(values.isEmpty, "an iterator made after the container is gone ends at once")
   }
 }

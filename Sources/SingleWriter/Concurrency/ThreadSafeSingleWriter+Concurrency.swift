@@ -14,23 +14,55 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// }
   /// ```
   ///
-  /// Never blocks a thread while it waits. If the task is cancelled while waiting, the
-  /// write leaves the queue without running and this throws `CancellationError`;
-  /// otherwise it throws only what `body` throws. `body` itself is synchronous, so the
-  /// value is never held across an `await`.
+  /// Never blocks a thread while it waits: if the writer is busy for more than a few
+  /// microseconds, the write joins the queue and the task suspends; the thread that serves
+  /// the queue runs `body` in its turn, in place, and resumes the task with the result.
+  /// So a burst of async writes runs back to back on one thread instead of waiting for
+  /// each task to be scheduled, and a suspended task never holds the writer up for
+  /// anyone. If the task is cancelled while waiting, the write leaves the queue without
+  /// running and this throws `CancellationError`; otherwise it throws only what `body`
+  /// throws. `body` itself is synchronous, so the value is never held across an `await`.
   @inlinable
   public func write<R: Sendable>(
     _ body: sending (inout Value) throws -> R
   ) async throws -> R {
-    if !lock.tryBeginClosureWrite() {
-      try await waitForTurn()
-      lock.beginClosureWrite()
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
+      defer {
+        if !lock.tryEndClosureWrite() { finishClosureWrite() }
+        _fixLifetime(self)  // `body` writes through `storage`, which the container frees
+      }
+      return try body(&storage.pointee)
     }
-    defer {
-      if !lock.tryEndClosureWrite() { finishClosureWrite() }
-      _fixLifetime(self)  // `body` writes through `storage`, which the container frees
+    return try await writeInTurn(body)
+  }
+
+  /// The queued half of `write`: the body goes into the queue, to be run by its server.
+  @usableFromInline
+  func writeInTurn<R: Sendable>(
+    _ body: sending (inout Value) throws -> R
+  ) async throws -> R {
+    let queued = QueuedWrite<Value, R>()
+    // The body runs on the serving thread while this task is suspended, and this call
+    // returns only after it ran or was skipped. A skipped (cancelled) entry stays queued
+    // until the server reaches it, so the box lets go of the body before returning.
+    try await withoutActuallyEscaping(body) { body in
+      queued.body = body
+      defer { queued.body = nil }
+      try await waitForTurn { .asyncWrite($0, queued.run) }
     }
-    return try body(&storage.pointee)
+    return try queued.result.unsafelyUnwrapped.get()
+  }
+
+  /// A short spin for the writer before an async write queues, as `withWriter` spins: most
+  /// checkouts last nanoseconds, far less than a task's suspension and resumption.
+  @usableFromInline
+  func spinForClosureWrite() -> Bool {
+    let budget = sw_load_relaxed(lock.spinRounds)
+    for spins in 0..<budget {
+      for _ in 0..<(1 << spins) { sw_yield_cpu() }
+      if !lock.word.isCheckedOut, lock.tryBeginClosureWrite() { return true }
+    }
+    return false
   }
 
   /// Waits its turn for the writer by suspending, then returns the proxy. The checkout
@@ -41,21 +73,29 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// writer.write.token = try await refreshToken()  // others queue meanwhile
   /// ```
   ///
-  /// Throws `CancellationError`, without checking out, if the task is cancelled while
-  /// waiting.
+  /// When its turn comes the task is woken, not handed the writer: a task that is not
+  /// running yet never holds up threads that wait for the writer. It takes the writer as
+  /// soon as it runs, if free; if a running thread took it first, it waits again at the
+  /// front of the queue. Throws `CancellationError`, without checking out, if the task is
+  /// cancelled while waiting.
   public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
-    if !lock.tryCheckout(as: 0) { try await waitForTurn() }
+    var turns = 0
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
-    sw_uptr_store(lock.checkoutThread, 0)
+    while !lock.tryCheckout(as: 0) {
+      try await waitForTurn(atFront: turns > 0) { .checkout($0) }
+      turns += 1
+    }
     sw_uptr_store(lock.checkoutTask, currentTaskID())
     return ThreadSafeWriterProxy(owning: self)
   }
 
-  /// Suspends until the queue hands this task the checkout, or throws if the task is
+  /// Suspends until the queue reaches this task's entry, or throws if the task is
   /// cancelled first. The waiter's state decides which of the two happens.
   @usableFromInline
-  func waitForTurn() async throws {
+  func waitForTurn(
+    atFront: Bool = false, _ entry: (TaskWaiter) -> Pending
+  ) async throws {
     let waiter = TaskWaiter()
     let me = currentTaskID()
     try await withTaskCancellationHandler {
@@ -66,8 +106,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
           waiter.continuation.take()!.resume(throwing: CancellationError())
           return
         }
-        enqueue(.task(waiter))
-        warnIfStillWaiting(waiter, task: me)
+        // Waiting behind a checkout this task holds may never end: warn after a second.
+        if me != 0, sw_uptr_load(lock.checkoutTask) == me { warnIfStillWaiting(waiter, task: me) }
+        enqueue(entry(waiter), atFront: atFront)
       }
     } onCancel: {
       // Before it queued, it will see this; after, whoever wins the transition resumes
@@ -81,13 +122,15 @@ extension ThreadSafeSingleWriter where Value: Sendable {
 
   /// After a second, warns on standard error if `waiter` still waits while its own task
   /// holds the checkout through `checkout()`: a wait that can never end.
+  ///
+  /// Only a task that holds the checkout as it queues can be in that state (it cannot
+  /// check out while it waits), so no other wait starts the timer.
   func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
-    guard task != 0 else { return }
-    let lock = self.lock
     Task { [weak self] in
       try? await Task.sleep(nanoseconds: 1_000_000_000)
-      guard self != nil, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
-        sw_uptr_load(lock.checkoutTask) == task
+      // `self` held across the loads: the container frees the lock's memory.
+      guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
+        sw_uptr_load(self.lock.checkoutTask) == task
       else { return }
       sw_print_error(
         """
@@ -102,4 +145,21 @@ extension ThreadSafeSingleWriter where Value: Sendable {
 /// An id for the current task, or 0 outside one; only compared, never dereferenced.
 func currentTaskID() -> UInt {
   withUnsafeCurrentTask { task in task.map { UInt(bitPattern: $0.hashValue) } ?? 0 }
+}
+
+/// A queued `await write`: its body, for the serving thread, and its result, for the task.
+@usableFromInline
+final class QueuedWrite<Value, R>: @unchecked Sendable {
+  // Sendable: the task sets `body` before queueing and clears it after it was resumed or
+  // cancelled; the serving thread calls it, and writes `result`, only after winning the
+  // waiter's transition to `granted`, and before resuming the task, which orders them.
+  // The body is `sending`: its caller keeps no access to it.
+  @usableFromInline var body: ((inout Value) throws -> R)?
+  @usableFromInline var result: Result<R, any Error>?
+
+  @usableFromInline init() {}
+
+  @usableFromInline func run(_ value: UnsafeMutablePointer<Value>) {
+    result = Result { try body.unsafelyUnwrapped(&value.pointee) }
+  }
 }

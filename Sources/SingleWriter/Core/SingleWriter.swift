@@ -139,7 +139,7 @@ public final class SingleWriter<Value> {
     return storage.pointee
   }
 
-  /// A proxy for writing, or `nil` while another proxy is alive.
+  /// A proxy for writing, or `nil` while another proxy is alive or writes are queued.
   ///
   /// The checkout lasts as long as the proxy does: hold it to keep every other
   /// writer out, drop it to let the next queued write run.
@@ -193,7 +193,8 @@ public final class SingleWriter<Value> {
     if lend(body), pendingCount != 0 { drainPending() }
   }
 
-  /// Mutates the value in place if the writer is free, and returns `nil` if it is not.
+  /// Mutates the value in place if the writer is free and no write is queued, and returns
+  /// `nil` if not.
   ///
   /// No proxy is created, so this is the cheapest way to write.
   ///
@@ -218,11 +219,15 @@ public final class SingleWriter<Value> {
     return try body(&storage.pointee)
   }
 
-  /// Takes the checkout if it is free. Debug builds also check the attempt, granted
-  /// or refused, against other threads' use of this container.
+  /// Takes the checkout if it is free and no write is queued. Debug builds also check
+  /// the attempt, granted or refused, against other threads' use of this container.
+  ///
+  /// Writes wait in the queue with the checkout free only while a drain loop on the
+  /// stack is between two of them, when a `deinit` run by that loop may write: such a
+  /// write goes behind them, and the loop runs it.
   @inlinable
   func tryCheckout(file: StaticString, function: StaticString, line: UInt) -> Bool {
-    guard !isCheckedOut else {
+    guard !isCheckedOut, pendingCount == 0 else {
       #if DEBUG
         accessLog.check(.write, file: file, function: function, line: line)
       #endif
@@ -292,18 +297,22 @@ public final class SingleWriter<Value> {
     if pendingCount != 0 { drain(self) }
   }
 
-  /// Frees the checkout and publishes to observers, leaving the queue to the caller.
+  /// Publishes to observers, then frees the checkout, leaving the queue to the caller.
+  ///
+  /// Observers run while the checkout is still held, as in ``ThreadSafeSingleWriter``:
+  /// a `writeNext` from one goes behind the writes already queued, and its `tryWrite`
+  /// or `writer` finds the writer busy instead of jumping the queue.
   @inlinable
   func releaseCheckout() {
+    if isObserved { publish(self) }
     #if DEBUG
       accessLog.endCheckout()
     #endif
     isCheckedOut = false
-    if isObserved { publish(self) }
   }
 
   deinit {
-    hub?.close()  // ends every `changes()` consumer
+    hub?.close(keeping: storage.pointee)  // ends every `changes()` consumer, after this value
     book.deinitialize(count: 1)
     book.deallocate()
     storage.deinitialize(count: 1)

@@ -29,6 +29,9 @@ final class ChangeHub: @unchecked Sendable {
   var wakeCount = 0
   /// Observation-module tracking, once a tracked read has happened; see `tracked`.
   @usableFromInline @exclusivity(unchecked) var notifier: (any ChangeNotifier)?
+  /// The container's value when it was freed, a `LastValue<Value>`, kept by `close` for
+  /// consumers that have not had it yet: their weak reads fail from then on.
+  var lastValue: AnyObject?
 
   /// A consumer sleeps in `sleepers`.
   @inlinable static var waiting: UInt32 { 1 }
@@ -91,9 +94,13 @@ final class ChangeHub: @unchecked Sendable {
     sw_mutex_unlock(mutex)
   }
 
-  /// Ends every consumer: called once, by the container's `deinit`.
-  func close() {
+  /// Ends every consumer: called once, by the container's `deinit`, with its value.
+  ///
+  /// The value is kept only while a `changes()` subscription lives to read it; the
+  /// version stays as it is, the one that value belongs to.
+  func close<Value>(keeping value: @autoclosure () -> Value) {
     sw_mutex_lock(mutex)
+    if subscriptions != 0 { lastValue = LastValue(value()) }
     sw_fetch_or(word, Self.closed)
     for sleeper in sleepers { sleeper.continuation.resume() }
     sleepers.removeAll()
@@ -101,6 +108,11 @@ final class ChangeHub: @unchecked Sendable {
   }
 
   var isClosed: Bool { sw_load_acquire(word) & Self.closed != 0 }
+
+  /// The value `close` kept, or `nil` if the container lives or nobody subscribed.
+  func lastValue<Value>(of type: Value.Type) -> Value? {
+    withLock { lastValue.map { ($0 as! LastValue<Value>).value } }
+  }
 
   // MARK: Consumers
 
@@ -172,4 +184,10 @@ final class ChangeHub: @unchecked Sendable {
 @usableFromInline
 protocol ChangeNotifier: AnyObject, Sendable {
   func notifyChange()
+}
+
+/// A container's value, kept by its hub after the container is gone.
+final class LastValue<Value> {
+  let value: Value
+  init(_ value: Value) { self.value = value }
 }

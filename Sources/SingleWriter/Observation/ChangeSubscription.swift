@@ -5,8 +5,10 @@
 @usableFromInline
 final class ChangeSubscription<Element> {
   @usableFromInline let hub: ChangeHub
-  /// Reads the newest element, or `nil` once the container is gone.
+  /// Reads the newest element, or `nil` once the container is being freed.
   @usableFromInline let read: () -> Element?
+  /// Reads the element the container left in the hub when it was freed: `nil` until then.
+  @usableFromInline let readLast: () -> Element?
   /// Whether two elements are the same, for skipping repeats; `nil` delivers every change.
   @usableFromInline let isRepeat: ((Element, Element) -> Bool)?
   /// The element at subscription, and the version it belongs to.
@@ -17,13 +19,15 @@ final class ChangeSubscription<Element> {
 
   init(
     hub: ChangeHub, initial: Element, version: UInt32, isRepeat: ((Element, Element) -> Bool)?,
-    read: @escaping () -> Element?, leave: @escaping () -> Void
+    read: @escaping () -> Element?, readLast: @escaping () -> Element?,
+    leave: @escaping () -> Void
   ) {
     self.hub = hub
     self.initial = initial
     self.initialVersion = version
     self.isRepeat = isRepeat
     self.read = read
+    self.readLast = readLast
     self.leave = leave
   }
 
@@ -31,6 +35,13 @@ final class ChangeSubscription<Element> {
 }
 
 /// The iteration shared by both containers' `Changes` sequences.
+///
+/// It ends, returning `nil` from then on, in three cases. The task is cancelled: at
+/// once, even with a newer value waiting, as AsyncChannel's and the buffers' iterators
+/// drop what they hold. The container is freed: after one last element, the
+/// container's final value, unless this iterator delivered that version already (or,
+/// skipping repeats, an equal value). It was made after the container was freed: at
+/// once, since nothing was produced for it.
 @usableFromInline
 struct ChangeCursor<Element> {
   @usableFromInline let subscription: ChangeSubscription<Element>
@@ -39,12 +50,15 @@ struct ChangeCursor<Element> {
   /// The last delivered element, kept only when repeats are skipped.
   @usableFromInline var last: Element?
   @usableFromInline var started = false
+  /// Returned `nil`: every later call does too.
+  @usableFromInline var finished: Bool
   /// This cursor's id for the hub's sleeper list, taken at its first sleep.
   @usableFromInline var sleeperID: UInt64 = 0
 
   init(_ subscription: ChangeSubscription<Element>) {
     self.subscription = subscription
     seen = subscription.initialVersion
+    finished = subscription.hub.isClosed
   }
 
   /// The next element: at once if a checkout changed the value since the last one,
@@ -52,33 +66,57 @@ struct ChangeCursor<Element> {
   /// it then reads the newest value itself, so a slow consumer gets no backlog.
   mutating func next(isolation: isolated (any Actor)?) async -> Element? {
     let hub = subscription.hub
-    if !started {
-      started = true
-      // The value at subscription, unless a checkout has replaced it since.
-      var first = subscription.initial
-      let now = hub.version
-      if now != seen, let newer = subscription.read() {
-        seen = now
-        first = newer
-      }
-      if subscription.isRepeat != nil { last = first }
-      return first
-    }
-    while true {
+    while !finished, !Task.isCancelled {
+      if hub.isClosed { return takeLast() }
       // Version before value: a value read after a publication is at least that new.
       let now = hub.version
-      if now != seen {
-        seen = now
-        guard let value = subscription.read() else { return nil }
-        if let isRepeat = subscription.isRepeat {
-          if let last, isRepeat(last, value) { continue }
-          last = value
+      if now != seen || !started {
+        // The value at subscription first, unless a checkout has replaced it since.
+        var value = subscription.initial
+        if now != seen {
+          guard let newer = subscription.read() else {
+            // The container is being freed: its `deinit` is about to close the hub,
+            // keeping the final value. Wait for that, then take it above.
+            await sleep(after: now, isolation: isolation)
+            continue
+          }
+          value = newer
         }
-        return value
+        seen = now
+        if deliver(value) { return value }
+        continue
       }
-      if hub.isClosed || Task.isCancelled { return nil }
-      if sleeperID == 0 { sleeperID = hub.makeSleeperID() }
-      await hub.waitForChange(after: seen, id: sleeperID, isolation: isolation)
+      await sleep(after: seen, isolation: isolation)
     }
+    finished = true
+    return nil
+  }
+
+  /// Whether to deliver `value`, recording it if so: the first element always, later
+  /// ones unless repeats are skipped and it equals the last one delivered.
+  mutating func deliver(_ value: Element) -> Bool {
+    defer { started = true }
+    guard let isRepeat = subscription.isRepeat else { return true }
+    if started, let last, isRepeat(last, value) { return false }
+    last = value
+    return true
+  }
+
+  /// The end of a stream whose container is gone: its final value, if this iterator
+  /// has not delivered that version yet, then nothing.
+  mutating func takeLast() -> Element? {
+    finished = true
+    // No publication follows the close: this is the final value's version.
+    guard subscription.hub.version != seen || !started,
+      let value = subscription.readLast(), deliver(value)
+    else { return nil }
+    return value
+  }
+
+  /// Sleeps until the version moves past `version`, the hub closes or the task is
+  /// cancelled.
+  mutating func sleep(after version: UInt32, isolation: isolated (any Actor)?) async {
+    if sleeperID == 0 { sleeperID = subscription.hub.makeSleeperID() }
+    await subscription.hub.waitForChange(after: version, id: sleeperID, isolation: isolation)
   }
 }

@@ -24,11 +24,13 @@ extension SingleWriter {
     }
   }
 
-  /// Turns publishing on or off to match the observers. Writes made before the first
-  /// observer are in the value it reads, so they are not published again.
+  /// Turns publishing on or off to match the observers. Writes that ended before the
+  /// first observer are in the value it reads, so they are not published again; a
+  /// checkout in progress, say the `tryWrite` whose body subscribes, counts as dirty,
+  /// since its body may write on without marking each write.
   func updateObserved(_ hub: ChangeHub) {
     let observed = hub.withLock { hub.subscriptions != 0 || hub.notifier != nil }
-    if observed, !isObserved { isDirty = false }
+    if observed, !isObserved { isDirty = isCheckedOut }
     isObserved = observed
   }
 
@@ -61,6 +63,7 @@ extension SingleWriter {
     let subscription = ChangeSubscription(
       hub: hub, initial: transform(read), version: version, isRepeat: isRepeat,
       read: { [weak self] in self.map { transform($0.read) } },
+      readLast: { hub.lastValue(of: Value.self).map(transform) },
       leave: { [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
   }
@@ -76,16 +79,25 @@ extension SingleWriter {
   ///
   /// Same semantics as `ThreadSafeSingleWriter.changes()`: a slow consumer is resumed
   /// once per batch of checkouts and reads the newest value itself; a checkout end costs
-  /// one version bump however many streams are idle; the stream ends when the container
-  /// is deallocated or the task is cancelled, and does not keep the container alive.
-  /// Iterate it where the container lives, for example in a `@MainActor` task: the loop
-  /// resumes there directly, with no hop per value. When `Value` is `Equatable`, the
-  /// overload that skips repeats is chosen instead.
+  /// one version bump however many streams are idle. Iterate it where the container
+  /// lives, for example in a `@MainActor` task: the loop resumes there directly, with no
+  /// hop per value. When `Value` is `Equatable`, the overload that skips repeats is
+  /// chosen instead.
+  ///
+  /// The stream does not keep the container alive. An iterator ends, returning `nil`
+  /// from then on:
+  /// - When the container is freed, after delivering its final value: the value the
+  ///   last checkout left, unless this iterator has delivered it already (or, when
+  ///   repeats are skipped, a value equal to it). An iterator made after the container
+  ///   is gone ends at once.
+  /// - When its task is cancelled, at once: the next `next()` returns `nil` even if a
+  ///   newer value waits, and a `next()` that is waiting returns `nil`.
   public func changes() -> Changes<Value> {
     subscribe({ $0 }, isRepeat: nil)
   }
 
-  /// A stream of one property of the value that skips repeats.
+  /// A stream of one property of the value that skips repeats. It ends as `changes()`
+  /// does.
   ///
   /// ```swift
   /// for await name in state.changes(of: \.user.name) { title = name }
@@ -99,7 +111,8 @@ extension SingleWriter {
   /// The values a ``SingleWriter`` takes, from `changes()` or ``changes(of:)``.
   ///
   /// Not `Sendable`, like its container: iterate it in the isolation the container
-  /// lives in.
+  /// lives in. An iterator ends when its task is cancelled, or after the container's
+  /// final value once the container is freed; see `changes()`.
   public struct Changes<Element>: AsyncSequence {
     public typealias Failure = Never
     @usableFromInline let subscription: ChangeSubscription<Element>
@@ -115,7 +128,8 @@ extension SingleWriter {
 
       init(cursor: ChangeCursor<Element>) { self.cursor = cursor }
 
-      /// The next value, or `nil` once the container is gone or the task is cancelled.
+      /// The next value, or `nil` once the container is gone and its final value
+      /// delivered, or the task is cancelled.
       public mutating func next() async -> Element? {
         await cursor.next(isolation: nil)
       }
@@ -137,6 +151,11 @@ extension SingleWriter where Value: Equatable {
   ///
   /// For the value after every checkout that wrote, equal or not, use
   /// `changes(skippingRepeats: false)`.
+  ///
+  /// The stream does not keep the container alive. An iterator ends, returning `nil`
+  /// from then on, when the container is freed, after delivering the final value unless
+  /// it equals the last one delivered; at once if it was made after the container was
+  /// freed; and at once when its task is cancelled, even if a newer value waits.
   public func changes() -> Changes<Value> {
     changes(skippingRepeats: true)
   }

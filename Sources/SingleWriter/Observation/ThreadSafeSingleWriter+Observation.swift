@@ -12,8 +12,7 @@ extension ThreadSafeSingleWriter {
   /// ordered, so publications are too.
   @inlinable
   func publishIfDirty() {
-    guard sw_load_relaxed(lock.state) & WriterState.dirty != 0 else { return }
-    sw_fetch_and(lock.state, ~WriterState.dirty)
+    guard lock.word.isDirty, lock.update({ $0.takeDirty() }) != nil else { return }
     hub.publish()
   }
 
@@ -22,7 +21,7 @@ extension ThreadSafeSingleWriter {
   func subscriptionArrived() {
     hub.withLock {
       if hub.subscriptions == 0, hub.notifier == nil {
-        sw_fetch_or(lock.state, WriterState.observed)
+        lock.update { $0.observe() }
       }
       hub.subscriptions += 1
     }
@@ -34,7 +33,7 @@ extension ThreadSafeSingleWriter {
     hub.withLock {
       hub.subscriptions -= 1
       if hub.subscriptions == 0, hub.notifier == nil {
-        sw_fetch_and(lock.state, ~(WriterState.observed | WriterState.dirty))
+        lock.update { $0.unobserve() }
       }
     }
   }
@@ -43,7 +42,7 @@ extension ThreadSafeSingleWriter {
   var subscriberCount: Int { hub.withLock { hub.subscriptions } }
 
   /// Whether checkout ends publish; for tests.
-  var isObserved: Bool { sw_load_relaxed(lock.state) & WriterState.observed != 0 }
+  var isObserved: Bool { lock.word.isObserved }
 }
 
 extension ThreadSafeSingleWriter where Value: Sendable {
@@ -60,6 +59,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     let subscription = ChangeSubscription(
       hub: hub, initial: initial, version: version, isRepeat: isRepeat,
       read: { @Sendable [weak self] in self.map { transform($0.read) } },
+      readLast: { @Sendable [hub] in hub.lastValue(of: Value.self).map(transform) },
       leave: { @Sendable [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
   }
@@ -75,9 +75,17 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   ///
   /// A consumer slower than the writers is resumed once per batch of checkouts and gets
   /// the newest value, not a backlog. A checkout end costs one atomic increment per
-  /// container, however many streams are idle. The stream ends when the container is
-  /// deallocated or the task is cancelled, and does not keep the container alive. A
-  /// consumer may write back to the container.
+  /// container, however many streams are idle. A consumer may write back to the
+  /// container.
+  ///
+  /// The stream does not keep the container alive. An iterator ends, returning `nil`
+  /// from then on:
+  /// - When the container is freed, after delivering its final value: the value the
+  ///   last checkout left, unless this iterator has delivered it already (or, when
+  ///   repeats are skipped, a value equal to it). An iterator made after the container
+  ///   is gone ends at once.
+  /// - When its task is cancelled, at once: the next `next()` returns `nil` even if a
+  ///   newer value waits, and a `next()` that is waiting returns `nil`.
   ///
   /// Iterated from a `@MainActor` task, the loop resumes on the main actor directly.
   /// When `Value` is `Equatable`, the overload that skips repeats is chosen instead.
@@ -86,7 +94,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   }
 
   /// A stream of one property of the value that skips repeats: a view of `\.user.name`
-  /// is not woken by writes to the cart.
+  /// is not woken by writes to the cart. It ends as `changes()` does.
   ///
   /// ```swift
   /// for await name in state.changes(of: \.user.name) {
@@ -110,6 +118,11 @@ extension ThreadSafeSingleWriter where Value: Sendable & Equatable {
   /// A write that leaves the value as it was, say `tryWrite { _ in }`, wakes nobody. For
   /// the value after every checkout that wrote, equal or not, use
   /// `changes(skippingRepeats: false)`.
+  ///
+  /// The stream does not keep the container alive. An iterator ends, returning `nil`
+  /// from then on, when the container is freed, after delivering the final value unless
+  /// it equals the last one delivered; at once if it was made after the container was
+  /// freed; and at once when its task is cancelled, even if a newer value waits.
   public func changes() -> Changes<Value> {
     changes(skippingRepeats: true)
   }
@@ -130,8 +143,10 @@ extension ThreadSafeSingleWriter {
   /// The values a ``ThreadSafeSingleWriter`` takes, from `changes()` or
   /// ``changes(of:)``.
   ///
-  /// Each iterator starts with the value at the `changes()` call, and the subscription
-  /// lasts until the sequence and its iterators are gone.
+  /// Each iterator starts with the value at the `changes()` call, or a newer one, and the
+  /// subscription lasts until the sequence and its iterators are gone. An iterator ends
+  /// when its task is cancelled, or after the container's final value once the
+  /// container is freed; see `changes()`.
   public struct Changes<Element: Sendable>: AsyncSequence, @unchecked Sendable {
     // Sendable: the subscription's fields are immutable; its closures were built
     // `@Sendable` by `subscribe`, and its `Element` is `Sendable`.
@@ -149,7 +164,8 @@ extension ThreadSafeSingleWriter {
 
       init(cursor: ChangeCursor<Element>) { self.cursor = cursor }
 
-      /// The next value, or `nil` once the container is gone or the task is cancelled.
+      /// The next value, or `nil` once the container is gone and its final value
+      /// delivered, or the task is cancelled.
       public mutating func next() async -> Element? {
         await cursor.next(isolation: nil)
       }
@@ -203,7 +219,7 @@ extension ThreadSafeSingleWriter {
     hub.installNotifier {
       ObservationTracker(subject: self, keyPath: \.trackedRead)
     } markObserved: {
-      sw_fetch_or(lock.state, WriterState.observed)
+      lock.update { $0.observe() }
     }
   }
 }

@@ -10,7 +10,8 @@
   final class AccessLog {
     // `table` is only touched with `mutex` held, so no run-time exclusivity check.
     private let mutex = RaceMutex()
-    @exclusivity(unchecked) private var table = SectionTable()
+    // Thread or task: a SingleWriter is confined to one thread or actor (see RaceContext).
+    @exclusivity(unchecked) private var table = SectionTable(tasksOwnSections: false)
     /// The container, for naming it in reports. Unowned: it owns this log.
     @usableFromInline unowned(unsafe) var container: AnyObject?
 

@@ -8,6 +8,10 @@
 /// and both threads, before the data has a chance to go bad. A thread never conflicts
 /// with itself, and neither does a task that resumes on another thread.
 ///
+/// A section begun in a task belongs to that task, not to its thread: while the task is
+/// suspended inside it, say across an `await`, a section of another task conflicts with
+/// it even on the same thread.
+///
 /// ```swift
 /// func save(_ order: Order) {
 ///   RaceDetector.withAccess(.write, "orders") {
@@ -23,7 +27,8 @@
 /// its body, and the resource name is never even built.
 public enum RaceDetector {
   /// Marks the start of a section that `mode`s `resource`, until the matching
-  /// ``end(_:_:file:function:line:)`` on the same thread or task.
+  /// ``end(_:_:file:function:line:)`` in the same task, or on the same thread outside
+  /// any task.
   ///
   /// ```swift
   /// RaceDetector.begin(.read, "cache \(key)")
@@ -44,7 +49,7 @@ public enum RaceDetector {
   }
 
   /// Marks the end of the section that ``begin(_:_:file:function:line:)`` started
-  /// on this thread or task.
+  /// in this task, or on this thread outside any task.
   ///
   /// ```swift
   /// RaceDetector.begin(.write, "log")

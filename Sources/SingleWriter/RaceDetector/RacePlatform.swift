@@ -6,9 +6,8 @@ import SingleWriterAtomics
 #if DEBUG
   /// Who runs a section: a thread, and the task it is running, if any.
   ///
-  /// Two contexts are the same if they share the thread or the task. A thread never
-  /// races itself, and neither does a task: it runs on one thread at a time, though it
-  /// may resume on another after `await`, inside the same section.
+  /// Two rules decide whether a section is the current context's own; see `isOwner(of:)`
+  /// and `sharesThreadOrTask(with:)`.
   struct RaceContext {
     let thread: UInt
     /// The task's id, 0 for none, or `unknown` until a comparison needs it: looking it
@@ -22,8 +21,20 @@ import SingleWriterAtomics
       RaceContext(thread: sw_current_thread(), task: unknown)
     }
 
-    /// Whether this context is `other`'s, whose task is known.
-    mutating func isSame(as other: RaceContext) -> Bool {
+    /// Whether a section that `other` opened is this context's, for `RaceDetector`'s
+    /// named sections. One opened in a task is that task's alone, wherever it resumes:
+    /// while it is suspended, the thread it began on runs other tasks, which overlap it.
+    /// One opened outside any task is its thread's, and so is everything that thread runs.
+    mutating func isOwner(of other: RaceContext) -> Bool {
+      if other.task == 0 { return thread == other.thread }
+      return resolved().task == other.task
+    }
+
+    /// Whether this context shares `other`'s thread or task, for a `SingleWriter`'s own
+    /// log. The container is confined to one thread or actor, so only use from another
+    /// thread at once is a race: tasks of one actor that take turns on its thread, one
+    /// holding a proxy across an `await`, are its intended use.
+    mutating func sharesThreadOrTask(with other: RaceContext) -> Bool {
       if thread == other.thread { return true }
       if other.task == 0 { return false }
       return resolved().task == other.task

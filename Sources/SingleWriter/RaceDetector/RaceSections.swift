@@ -42,6 +42,18 @@
     private var base: UnsafeMutablePointer<RaceSection>?
     private var capacity = 0
     private(set) var count = 0
+    /// Which rule tells a context's own sections: `RaceContext.isOwner(of:)` if set,
+    /// else `RaceContext.sharesThreadOrTask(with:)`.
+    private let tasksOwnSections: Bool
+
+    init(tasksOwnSections: Bool) { self.tasksOwnSections = tasksOwnSections }
+
+    /// Whether the section at `index` is `context`'s own.
+    private func owns(_ context: inout RaceContext, _ index: Int) -> Bool {
+      tasksOwnSections
+        ? context.isOwner(of: base![index].context)
+        : context.sharesThreadOrTask(with: base![index].context)
+    }
 
     subscript(index: Int) -> RaceSection { base![index] }
 
@@ -52,7 +64,7 @@
       while index < count {
         // Fields are read in place: copying a whole section costs a memcpy here.
         if (mode.isWrite || base![index].mode.isWrite)
-          && !context.isSame(as: base![index].context)
+          && !owns(&context, index)
         {
           return index
         }
@@ -90,7 +102,7 @@
       var found: Int?
       var index = 0
       while index < count {
-        if base![index].isCheckout && (found == nil || context.isSame(as: base![index].context)) {
+        if base![index].isCheckout && (found == nil || owns(&context, index)) {
           found = index
         }
         index += 1
@@ -111,7 +123,7 @@
       while step < count {
         let index = fromEnd ? count - 1 - step : step
         if !base![index].isCheckout && base![index].mode.isWrite == mode.isWrite
-          && context.isSame(as: base![index].context)
+          && owns(&context, index)
         {
           return index
         }
@@ -181,7 +193,8 @@
       if tables.count >= sweepAt { sweep() }
       // One hash lookup: the table is found or made, checked and entered in place.
       let inside = Self.enter(
-        &tables[resource, default: SectionTable()], mode, &context, file, function, line)
+        &tables[resource, default: SectionTable(tasksOwnSections: true)], mode, &context, file,
+        function, line)
       guard let inside else { return mutex.unlock() }
       unlockAndReport(inside, resource, mode, file, function, line)
     }
@@ -239,7 +252,7 @@
     fatalError(
       """
       RaceDetector.end(.\(mode), "\(resource)") at \(file):\(line) has no matching \
-      begin on this thread or task
+      begin in this task (or on this thread, outside any task)
       """)
   }
 #endif

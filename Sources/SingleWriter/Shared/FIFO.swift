@@ -18,6 +18,16 @@ struct FIFO<Element> {
     storage.append(element)
   }
 
+  /// Puts `element` first: O(1) after a pop, O(n) otherwise; for rare retries.
+  @inlinable mutating func prepend(_ element: Element) {
+    if head > 0 {
+      head -= 1
+      storage[head] = element
+    } else {
+      storage.insert(element, at: 0)
+    }
+  }
+
   @inlinable mutating func popFirst() -> Element? {
     guard head < storage.count else { return nil }
     let element = storage[head].take()

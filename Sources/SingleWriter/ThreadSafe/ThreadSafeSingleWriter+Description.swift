@@ -68,10 +68,10 @@ extension ThreadSafeWriterProxy: CustomStringConvertible, CustomDebugStringConve
 // trapping or walking the queue that the checkout holder may be emptying.
 extension ThreadSafeSingleWriter {
   /// Someone holds the checkout; a relaxed snapshot, not a synchronization.
-  var debugIsCheckedOut: Bool { sw_load_relaxed(lock.state) & WriterState.writer != 0 }
+  var debugIsCheckedOut: Bool { lock.word.isCheckedOut }
 
   /// Writes wait for the checkout to end.
-  var debugHasQueuedWrites: Bool { sw_load_relaxed(lock.state) & WriterState.queued != 0 }
+  var debugHasQueuedWrites: Bool { lock.word.isQueued }
 
   /// The value, or `nil` while a write access holds it (on another thread, or in this
   /// thread's own `tryWrite` or `withWriter`).

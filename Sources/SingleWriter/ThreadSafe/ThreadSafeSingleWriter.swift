@@ -28,7 +28,7 @@ import SingleWriterAtomics
 /// from inside a write's closure on the same thread, or ``read`` from inside
 /// ``tryWrite(_:)``'s closure.
 public final class ThreadSafeSingleWriter<Value> {
-  /// The checkout flag, the value lock, the inbox and the owner ids.
+  /// The state word, the hand-off's lock and the owner ids.
   @usableFromInline let lock: WriterLock
   /// The value, at a stable address so proxies reach it without touching `self`. Read
   /// only with a reader slot, written only with `writing`.
@@ -37,17 +37,12 @@ public final class ThreadSafeSingleWriter<Value> {
   /// in the inlinable `init`, so it is specialized for `Value` in the caller's module
   /// instead of running as unspecialized generic code from a proxy's `deinit`.
   @usableFromInline let finishCheckout: (ThreadSafeSingleWriter<Value>) -> Void
-  /// `serveQueue`, specialized the same way, for the paths that start it from code that
-  /// is not inlined (a waiter taking over a free queue).
-  @usableFromInline let runQueue: (ThreadSafeSingleWriter<Value>) -> Void
-  /// `serveQueue` for the helper thread, which serves until the queue is empty.
-  @usableFromInline let runQueueAsHelper: (ThreadSafeSingleWriter<Value>) -> Void
   /// Touched only by the checkout holder; acquire/release on the state word, or a
   /// waiter's grant, orders it from one holder to the next.
   @usableFromInline @exclusivity(unchecked) var spare: ThreadSafeWriterProxy<Value>?
   /// `refCountWordIsReadable`, copied: a lazy global costs a call per read.
   @usableFromInline let refCountWordIsCached = refCountWordIsReadable
-  /// Writes taken from the inbox and not run yet, oldest first. Only the checkout
+  /// Writes taken from the hand-off's inbox and not run yet, oldest first. Only the checkout
   /// holder touches it, ordered like `spare`.
   /// Behind a pointer, as in ``SingleWriter``: queued bodies may enqueue while the loop
   /// that runs them is on the stack, so the optimizer must reload it after every call.
@@ -58,34 +53,40 @@ public final class ThreadSafeSingleWriter<Value> {
   /// A write waiting for the checkout.
   @usableFromInline
   enum Pending {
+    /// A `writeNext` body, lent the spare proxy when its turn comes.
     case write(@Sendable (ThreadSafeWriterProxy<Value>) -> Void)
+    /// A `withWriter` that has waited long: handed the checkout, and it serves after.
     case waiter(Waiter)
-    case task(TaskWaiter)
+    /// An `await write`: the server runs its body for it, then resumes the task. The task
+    /// never owns the checkout, so no thread ever waits for a suspended task's turn.
+    case asyncWrite(TaskWaiter, (UnsafeMutablePointer<Value>) -> Void)
+    /// A `checkout()`: woken when its turn comes, to take the writer if it can.
+    case checkout(TaskWaiter)
   }
 
-  /// Writes that found the checkout busy, until the holder takes them.
-  @usableFromInline let inbox: Inbox<Pending>
+  /// The writes that found the checkout busy and the thread serving them, behind the
+  /// hand-off's lock (see HandOff.swift).
+  @usableFromInline let handOff: UnsafeMutablePointer<HandOff<Pending>>
 
   /// Wraps `value` so that only one place at a time, on any thread, can write it.
   @inlinable
   public init(value: Value) {
     lock = WriterLock()
-    inbox = Inbox(flag: lock.inbox, lock: lock.inboxLock)
+    handOff = .allocateOnOwnCacheLines(HandOff())
     storage = .allocateOnOwnCacheLines(value)
     pending = .allocateOnOwnCacheLines(FIFO())
     finishCheckout = { $0.finishCheckoutNow() }
-    runQueue = { $0.serveQueue() }
-    runQueueAsHelper = { $0.serveQueue(asHelper: true) }
   }
 
   deinit {
     // Nothing can be queued now: a queued write or waiter would hold the checkout's
     // holder back, and every holder keeps this container alive.
-    inbox.deallocate()
+    handOff.deinitialize(count: 1)
+    handOff.deallocate()
     pending.deinitialize(count: 1)
     pending.deallocate()
     spare = nil
-    hub.close()  // ends every `changes()` consumer
+    hub.close(keeping: storage.pointee)  // ends every `changes()` consumer, after this value
     storage.deinitialize(count: 1)
     storage.deallocate()
     lock.deallocate()
@@ -138,8 +139,9 @@ public final class ThreadSafeSingleWriter<Value> {
 
   /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
   /// order, on whichever thread ends the checkout ahead of it. That thread runs what was
-  /// queued before it, and what those writes queue, before it returns; writes that other
-  /// threads keep queueing for more than about a millisecond go to a helper thread.
+  /// queued before it, and what those writes queue, before it returns; when other threads
+  /// keep queueing for more than about a millisecond, the next of them to call this takes
+  /// over serving before it returns. So when every call has returned, every write has run.
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
   /// that thread leave it the CPU.
@@ -156,7 +158,9 @@ public final class ThreadSafeSingleWriter<Value> {
   public func writeNext(_ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void) {
     // Writes already wait: go behind them without touching the state word, which the
     // holder is busy with.
-    guard inbox.isEmpty, lock.tryCheckout(as: scoped(sw_current_thread())) else {
+    guard sw_load_relaxed(lock.queuedHint) == 0,
+      lock.tryCheckout(as: scoped(sw_current_thread()))
+    else {
       return enqueue(.write(body))
     }
     if lend(body) { endLentCheckout() }
@@ -214,62 +218,53 @@ public final class ThreadSafeSingleWriter<Value> {
   // MARK: Checkout
 
   /// How many writes wait, leaving out cancelled tasks; for tests and diagnostics. Only
-  /// exact while no thread enqueues or runs the queue: it walks the inbox, which the
-  /// holder may empty.
+  /// exact while no thread enqueues or runs the queue: it walks the holder's batch, which
+  /// only the holder may touch.
   var pendingCount: Int {
     func counts(_ entry: Pending) -> Bool {
-      guard case .task(let waiter) = entry else { return true }
-      return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
+      switch entry {
+      case .write, .waiter: return true
+      case .asyncWrite(let waiter, _), .checkout(let waiter):
+        return sw_load_acquire(waiter.state) != TaskWaiter.cancelled
+      }
     }
     var count = 0
     pending.pointee.forEach { if counts($0) { count += 1 } }
-    inbox.forEach { if counts($0) { count += 1 } }
+    lock.withHandOffLock { handOff.pointee.inbox.forEach { if counts($0) { count += 1 } } }
     return count
   }
 
-  /// Queues `entry` behind the checkout. If the checkout turned out to be free, takes
-  /// it and runs the queue here, so nothing is ever stranded.
+  /// Queues `entry` behind the checkout, at the back, or at the front for a task whose
+  /// turn came and that lost the writer to a running thread. If the checkout turned out
+  /// to be free, takes it and serves the queue here, so nothing is ever stranded.
   ///
-  /// Only the entry that makes the inbox non-empty touches the state word: later ones are
-  /// taken with it. That one sets `queued` after its push, so a holder that sees the bit
-  /// finds the entry; a holder that ends its checkout first is seen here, and this thread
-  /// takes over. If `queued` is already set, the holder's release checks the inbox under
-  /// its lock (`releaseOrTakeBack`), which orders it after this push.
+  /// Under the hand-off's lock, only the first entry since the queue was last empty
+  /// touches the state word: it sets `queued`, taking a free checkout with it. The holder
+  /// clears `queued` under the same lock, only with the inbox empty, so an entry is either
+  /// seen by the holder's next batch or finds the checkout free and serves itself.
   @inlinable
-  func enqueue(_ entry: Pending) {
-    let (first, waiting) = inbox.push(entry)
-    let serving = sw_uptr_load(lock.servingThread) & ~1
-    // Written from another thread than the one running the queue (not by a queued body).
-    if serving != sw_current_thread() {
-      if sw_load_relaxed(lock.foreignArrivals) == 0 {
-        sw_store_release(lock.foreignArrivals, 1)
-      }
-      // Thousands of writes wait while a thread runs them: writers outpace it. Give up the
-      // rest of this time slice (the call still returns without waiting), so that on a
-      // machine with fewer cores than writers that thread gets to run. Without this, on 2
-      // cores, 8 threads queueing got 0.73x NSLock's throughput; with it, 1.4-2.0x.
-      if waiting > 4_096, serving != 0 { sw_yield_thread() }
+  func enqueue(_ entry: Pending, atFront: Bool = false) {
+    let me = sw_current_thread()
+    let (arrival, tookOver) = lock.withHandOffLock {
+      let arrival = handOff.pointee.arrive(entry, from: me, atFront: atFront)
+      return (arrival, arrival.setQueued && lock.markQueued())
     }
-    guard first else { return }
-    let s = sw_load_acquire(lock.state)
-    if s & (WriterState.writer | WriterState.queued) == WriterState.writer | WriterState.queued {
-      return
-    }
-    let old = sw_fetch_or(lock.state, WriterState.queued)
-    if old & WriterState.writer == 0 { takeOverQueue() }
+    // Thousands of writes wait while another thread runs them: writers outpace it. Give
+    // up the rest of this time slice (the call still returns without waiting), so that
+    // on a machine with fewer cores than writers that thread gets to run.
+    if arrival.yield { sw_yield_thread() }
+    if tookOver { return finishCheckout(self) }
+    if let successor = arrival.successor { takeOverServing(successor) }
   }
 
-  /// Takes a free checkout whose queue has entries, and runs the queue.
-  @inlinable
-  func takeOverQueue() {
-    var s = sw_load_relaxed(lock.state)
-    while s & WriterState.writer == 0 {
-      if sw_cas(lock.state, &s, s | WriterState.writer) {
-        sw_uptr_store(lock.checkoutThread, 0)
-        return runQueue(self)
-      }
-    }
-    // Someone else holds it, and will see `queued` when their checkout ends.
+  /// This thread was chosen to take over serving from a thread that has served others
+  /// for long enough: waits for that server's batch to end, then serves.
+  @usableFromInline
+  func takeOverServing(_ successor: Waiter) {
+    // Dismissed: the server stopped for another reason, and whoever ends that checkout
+    // serves.
+    guard successor.wait(warningIf: { false }) else { return }
+    finishCheckout(self)
   }
 
   /// Ends a closure write that `tryEndClosureWrite` could not end on its own.
@@ -280,14 +275,9 @@ public final class ThreadSafeSingleWriter<Value> {
   /// loses nothing, and an observer that writes back finds the writer free.
   @inlinable
   func finishClosureWrite() {
-    var s = sw_load_relaxed(lock.state)
-    while s & ~(WriterState.observed | WriterState.dirty)
-      == WriterState.writer | WriterState.writing
-    {
-      if sw_cas(lock.state, &s, WriterState.observed) {
-        if s & WriterState.dirty != 0 { hub.publish() }
-        return
-      }
+    if let (_, dirty) = lock.update({ $0.endObservedClosureWrite() }) {
+      if dirty { hub.publish() }
+      return
     }
     lock.releaseWriting()
     finishCheckoutNow()
@@ -299,138 +289,114 @@ public final class ThreadSafeSingleWriter<Value> {
     if !lock.tryEndCheckout() { finishCheckoutNow() }
   }
 
-  /// The slow end of a checkout: publishes to observers, then runs the queue or frees
-  /// the writer, waking a parked `withWriter`.
+  /// The slow end of a checkout: serves the queue, publishing to observers, then frees
+  /// the writer, waking a parked `withWriter`. A checkout that ends inside this thread's
+  /// own queue run, for example in the `deinit` of a proxy kept by a queued write, is
+  /// handed back to that run.
   @inlinable
   func finishCheckoutNow() {
     sw_uptr_store(lock.checkoutThread, 0)
     let me = sw_current_thread()
-    var serving = me
-    // A checkout that ends inside this thread's own queue run, for example in the
-    // `deinit` of a proxy kept by a queued write, hands the checkout back to that run.
-    if sw_uptr_cas(lock.servingThread, &serving, me | 1) { return }
-    serveQueue()
+    switch lock.withHandOffLock({ handOff.pointee.checkoutEnded(on: me) }) {
+    case .handedBack: return
+    case .serve: serveQueue(me)
+    }
   }
 
   /// Runs queued writes in order while holding the checkout, until the queue is empty
-  /// (then frees the writer), a write keeps its proxy, or a waiting `withWriter` or task
-  /// is handed the checkout. A loop, not recursion: a deep queue uses no stack, and a
-  /// checkout that ends inside it comes back to it (see `finishCheckoutNow`).
+  /// (then frees the writer), a write keeps its proxy, a waiting `withWriter` is handed
+  /// the checkout, or a successor takes over. A loop, not recursion: a deep queue uses no
+  /// stack, and a checkout that ends inside it comes back to it (see `finishCheckoutNow`).
   @inlinable
-  func serveQueue(asHelper: Bool = false) {
-    let me = sw_current_thread()
-    sw_uptr_store(lock.servingThread, me)
+  func serveQueue(_ me: UInt) {
     // This thread runs every write queued before it began, and every write those queue
     // in turn, as documented. Writes that other threads keep adding are its job for about
-    // a millisecond; past that, the next batch goes to a helper thread (see
-    // `handOffToHelper`), so that no caller is kept from returning by other threads' work.
+    // a millisecond; past that, the next thread to queue one takes over (see `HandOff`).
+    let deadline = sw_monotonic_ns() &+ 1_000_000
     var batches = 0
-    let deadline = asHelper ? UInt64.max : sw_monotonic_ns() &+ 1_000_000
     while true {
-      if sw_load_relaxed(lock.state) & WriterState.observed != 0 {
+      if lock.word.isObserved {
         // Observers run here, holding the checkout: waiting for it from one stops the
         // program with a message instead of hanging.
         sw_uptr_store(lock.checkoutThread, scoped(me))
         publishIfDirty()
         sw_uptr_store(lock.checkoutThread, 0)
       }
-      if pending.pointee.isEmpty, !inbox.isEmpty {
-        batches &+= 1
-        if batches > 1, sw_load_acquire(lock.foreignArrivals) != 0,
-          sw_monotonic_ns() > deadline
-        {
-          stopServing(me)
-          if handOffToHelper() { return }
-          sw_uptr_store(lock.servingThread, me)
-        }
-        sw_store_release(lock.foreignArrivals, 0)
-        inbox.takeAll(into: &pending.pointee)
-      }
       if pending.pointee.isEmpty {
-        stopServing(me)
-        guard releaseOrTakeBack() else { return }
-        sw_uptr_store(lock.servingThread, me)
-        continue
+        batches &+= 1
+        let late = batches > 1 && sw_monotonic_ns() > deadline
+        let (next, wake) = lock.withHandOffLock {
+          let next = handOff.pointee.nextBatch(into: &pending.pointee, late: late)
+          guard case .release = next else { return (next, false) }
+          return (next, lock.release())
+        }
+        switch next {
+        case .run: break
+        case .release:
+          if wake { lock.unpark() }
+          return
+        case .handOver(let successor):
+          successor.grant()
+          return
+        }
       }
-      if !runNext(me) {
+      switch runNext(me) {
+      case .ran:
+        // Only now: the entry, and what its closure captured, has been released while
+        // this thread was still marked as the writer, so a `deinit` that waits for this
+        // container stops with a message instead of hanging.
+        sw_uptr_store(lock.checkoutThread, 0)
+      case .handedOff:
+        return
+      case .kept:
         // The write kept its proxy. Its closure is gone now, and with it maybe the
         // proxy's last holder: if that ended the checkout on this thread, it was handed
         // back (see `finishCheckoutNow`), and the run goes on.
-        var handedBack = me | 1
-        if sw_uptr_cas(lock.servingThread, &handedBack, me) { continue }
-        stopServing(me)
-        return
+        let (goesOn, dismissed) = lock.withHandOffLock { handOff.pointee.proxyKept(by: me) }
+        dismissed?.grant(checkout: false)
+        guard goesOn else { return }
       }
     }
   }
 
-  /// Passes the checkout, and with it the queue, to a new helper thread, which runs the
-  /// queue until it is empty. Returns `false` if no thread could be started.
+  /// What running one queued entry did with the checkout.
   @usableFromInline
-  func handOffToHelper() -> Bool {
-    sw_uptr_store(lock.checkoutThread, 0)
-    sw_fetch_or(lock.state, WriterState.queued)  // its releases take the slow path
-    let job = Unmanaged.passRetained(QueueHelperJob { self.runQueueAsHelper(self) })
-    guard sw_spawn_detached({ job in QueueHelperJob.run(job) }, job.toOpaque()) else {
-      job.release()
-      return false
-    }
-    return true
-  }
+  enum Served { case ran, kept, handedOff }
 
-  /// Runs the oldest pending entry. Returns `false` if the checkout left this thread: a
-  /// write kept its proxy, or a waiter was handed the checkout. The entry is released
-  /// before this returns.
+  /// Runs the oldest pending entry. The entry is released before this returns.
   @inlinable
-  func runNext(_ me: UInt) -> Bool {
+  func runNext(_ me: UInt) -> Served {
+    sw_uptr_store(lock.checkoutThread, scoped(me))
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
-      sw_uptr_store(lock.checkoutThread, scoped(me))
-      guard lend(body) else { return false }
-      sw_uptr_store(lock.checkoutThread, 0)
-      return true
-    case .waiter(let waiter):
-      handOff()
-      stopServing(me)
-      waiter.grant()
-      return false
-    case .task(let waiter):
-      // A cancelled task has left already: skip it.
+      return lend(body) ? .ran : .kept
+    case .asyncWrite(let waiter, let job):
+      // A cancelled task has left already: skip it. Otherwise its body runs here, as a
+      // closure write of this thread's, and the task is resumed once the write is whole.
       guard waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) else {
-        return true
+        return .ran
       }
-      handOff()
-      stopServing(me)
+      lock.acquireWriting()
+      job(storage)
+      lock.endWriting()
       waiter.continuation.take().unsafelyUnwrapped.resume()
-      return false
+      return .ran
+    case .checkout(let waiter):
+      // Woken, not handed the writer: a task that is not running yet must never hold up
+      // the threads that wait for the writer. It takes the writer when it runs, if free.
+      if waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) {
+        waiter.continuation.take().unsafelyUnwrapped.resume()
+      }
+      return .ran
+    case .waiter(let waiter):
+      // `queued` stays set while entries remain, so that the waiter's end serves them.
+      let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
+      dismissed?.grant(checkout: false)
+      // Not this thread's any more: it may call withWriter again before the waiter runs.
+      sw_uptr_store(lock.checkoutThread, 0)
+      waiter.grant()
+      return .handedOff
     }
-  }
-
-  /// Before the checkout goes to a waiter: keep `queued` set while entries remain, so
-  /// that the waiter's release runs them.
-  @inlinable
-  func handOff() {
-    if !pending.pointee.isEmpty { sw_fetch_or(lock.state, WriterState.queued) }
-  }
-
-  @inlinable
-  func stopServing(_ me: UInt) {
-    var mine = me
-    _ = sw_uptr_cas(lock.servingThread, &mine, 0)
-  }
-
-  /// Frees the writer with the queue empty. An enqueue that set `queued` before this
-  /// release may have seen the writer held and left: its entry is then in the inbox, and
-  /// this takes the writer back for it. Returns `true` if it did.
-  @inlinable
-  func releaseOrTakeBack() -> Bool {
-    lock.release()
-    guard !inbox.isEmptyLocked else { return false }
-    var s = sw_fetch_or(lock.state, WriterState.queued) | WriterState.queued
-    while s & WriterState.writer == 0 {
-      if sw_cas(lock.state, &s, s | WriterState.writer) { return true }
-    }
-    return false  // its holder will see `queued`
   }
 
   /// Lends the spare proxy to `body`. Returns `true` once the proxy is back, or `false`
@@ -457,14 +423,15 @@ public final class ThreadSafeSingleWriter<Value> {
     // Someone else may use it from now on: hold their accesses while deciding.
     lock.resolveLend(generation)
     var taken = spare.take()
+    // The proxy's new role is set before `endLend`, whose release store publishes it to
+    // whichever thread frees the proxy.
     if isKnownUniquelyReferenced(&taken) {
       // Only weak or unowned references remain, and one may turn strong on another
       // thread any moment: retire it. Its generation ends, so every access through it
       // stops the program, and it keeps this container alive so that those accesses
       // never touch freed memory.
-      lock.endLend(generation, kept: false)
       taken.unsafelyUnwrapped.retire()
-      sw_fetch_add(lock.proxyHandoff, 1)
+      lock.endLend(generation, kept: false)
       return true
     }
     // Kept, maybe for another thread. Recorded as this thread's, so that a `withWriter`
@@ -472,7 +439,6 @@ public final class ThreadSafeSingleWriter<Value> {
     sw_uptr_store(lock.checkoutThread, sw_current_thread())
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
-    sw_fetch_add(lock.proxyHandoff, 1)
     return false
   }
 
@@ -486,8 +452,8 @@ public final class ThreadSafeSingleWriter<Value> {
         """
         ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
         `await write` or a writeNext body), or inside an observer that a checkout's end is \
-        calling, on the same thread would wait forever for that write to end. Change the value you were given, or use writeNext to queue this \
-        write behind it.
+        calling, on the same thread would wait forever for that write to end. Change the \
+        value you were given, or use writeNext to queue this write behind it.
         """)
     }
     var parkedSince: UInt64 = 0
@@ -498,19 +464,19 @@ public final class ThreadSafeSingleWriter<Value> {
     // is caught while spinning, with no sleep. Under a stream of writes from several
     // threads, where the thread that just wrote takes the writer again at once, waiters
     // sleep instead, so that thread writes on with the cache line its own rather than
-    // the line moving between cores on every write. Throughput against NSLock on 2
-    // cores at 2, 4 and 8 threads: a fixed 100-pause spin 0.55-0.87x; this, with the
-    // wake-up rule below, 3.7x, 1.8x and 1.6x.
+    // the line moving between cores on every write.
     let budget = sw_load_relaxed(lock.spinRounds)
     var wokenOnce = false
     var spins: UInt32 = 0
-    var s = sw_load_relaxed(lock.state)
+    var s = lock.word
     while true {
-      if s & (WriterState.writer | WriterState.queued) == 0 {
+      if !s.isCheckedOut {
         // Having slept, this thread may not be the last sleeper: keep `parked` so that
-        // its release wakes the next one.
-        let extra = parkedSince == 0 ? 0 : WriterState.parked
-        if sw_cas(lock.state, &s, s | WriterState.writer | extra) {
+        // its end wakes the next one.
+        let taken =
+          parkedSince == 0
+          ? lock.update { $0.checkout() } : lock.update { $0.checkoutAfterParking() }
+        if taken != nil {
           sw_uptr_store(lock.checkoutThread, scoped(me))
           if parkedSince == 0, spins != 0, budget < WriterLock.maxSpinRounds {
             sw_store_release(lock.spinRounds, budget + 1)
@@ -518,12 +484,13 @@ public final class ThreadSafeSingleWriter<Value> {
           lock.acquireWriting()
           return
         }
+        s = lock.word
         continue
       }
-      if spins < budget, s & WriterState.parked == 0 {
+      if spins < budget, !s.hasParked {
         for _ in 0..<(1 << spins) { sw_yield_cpu() }
         spins += 1
-        s = sw_load_relaxed(lock.state)
+        s = lock.word
         continue
       }
       let now = sw_monotonic_ns()
@@ -532,27 +499,28 @@ public final class ThreadSafeSingleWriter<Value> {
         if budget > WriterLock.minSpinRounds { sw_store_release(lock.spinRounds, budget - 1) }
       }
       if now &- parkedSince > 1_000_000 { break }
-      // Park: read the sequence, then the state afresh, so that a release before the
-      // sequence read shows in the state (and the writer is taken instead), and one after
-      // it changes the sequence and ends the wait at once. With a stale state that already
+      // Park: read the sequence, then the word afresh, so that a release before the
+      // sequence read shows in the word (and the writer is taken instead), and one after
+      // it changes the sequence and ends the wait at once. With a stale word that already
       // showed `parked`, a release in between cleared the bit, never bumped the sequence
       // again, and left this thread asleep until its timeout.
       //
       // Only the first sleep asks to be woken (sets `parked`). A thread that was woken and
       // still lost the writer to a running thread is in a stream of writes: it sleeps out
       // the rest of its millisecond unasked for, then queues for a direct hand-off. Its
-      // releases then cost the writing thread no wake-up call each, which made 2-thread
-      // throughput 3.5x NSLock's instead of 1.4x; the wait stays bounded by the millisecond.
+      // releases then cost the writing thread no wake-up call each; the wait stays bounded
+      // by the millisecond.
       let sequence = sw_load_acquire(lock.parkSequence)
-      s = sw_load_acquire(lock.state)
-      if s & (WriterState.writer | WriterState.queued) == 0 { continue }
-      if !wokenOnce, s & WriterState.parked == 0 {
-        guard sw_cas(lock.state, &s, s | WriterState.parked) else { continue }
+      s = WriterWord(raw: sw_load_acquire(lock.state))
+      if !s.isCheckedOut { continue }
+      if !wokenOnce, !s.hasParked, lock.update({ $0.park() }) == nil {
+        s = lock.word
+        continue  // freed meanwhile
       }
       _ = sw_wait_for(lock.parkSequence, sequence, 1_000_000 - Int64(now &- parkedSince))
       wokenOnce = true
       spins = 0
-      s = sw_load_relaxed(lock.state)
+      s = lock.word
     }
     // Waited over a millisecond: join the queue, and be handed the checkout in turn.
     let waiter = Waiter()
@@ -562,21 +530,9 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 }
 
-// Sendable, proved by the protocol in `WriterLock`: the value is read only while
-// holding a reader slot and written only while holding `writing`, both taken with
-// acquire/release atomics on the state word; queued writes pass through the inbox's
-// atomics; `spare` and `pending` are touched only by the checkout holder, which passes
-// them on through the same atomics or a waiter's grant.
+// Sendable, proved by the protocol in `WriterWord` and `HandOff`: the value is read only
+// while holding a reader slot and written only while holding `writing`, both taken with
+// acquire/release atomics on the state word; queued writes pass through the hand-off,
+// under its lock; `spare` and `pending` are touched only by the checkout holder, which
+// passes them on through the same atomics, the lock, or a waiter's grant.
 extension ThreadSafeSingleWriter: @unchecked Sendable where Value: Sendable {}
-
-/// A helper thread's work, in a form a C thread entry point can run. The container it
-/// captures stays alive, checked out, until the helper has served its queue.
-@usableFromInline
-final class QueueHelperJob {
-  let work: () -> Void
-  @usableFromInline init(_ work: @escaping () -> Void) { self.work = work }
-
-  static func run(_ context: UnsafeMutableRawPointer?) {
-    Unmanaged<QueueHelperJob>.fromOpaque(context!).takeRetainedValue().work()
-  }
-}

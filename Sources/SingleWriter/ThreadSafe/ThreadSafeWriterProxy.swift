@@ -24,7 +24,7 @@ public final class ThreadSafeWriterProxy<Value> {
   @usableFromInline let value: UnsafeMutablePointer<Value>
   /// What this proxy does when freed: nothing (lent, or the container's spare), end its
   /// checkout and release the container (owner), or only release it (retired). Set by
-  /// the checkout holder, which then bumps `proxyHandoff`; `deinit` reads that first.
+  /// the checkout holder just before `endLend` publishes it; `deinit` reads that first.
   @usableFromInline @exclusivity(unchecked) var role = Role.lent
   /// The `writeNext` lend this proxy was last lent for; 0 for a proxy that owns its
   /// checkout from the start. Accesses check it against the container's current lend.
@@ -91,7 +91,7 @@ public final class ThreadSafeWriterProxy<Value> {
 
   deinit {
     // The container, or an owner's or a retired proxy's hold on it, keeps `lock` alive.
-    _ = sw_load_acquire(lock.proxyHandoff)
+    _ = sw_load_acquire(lock.lendWord)
     guard role != .lent else { return }
     if role == .owner, !lock.tryEndCheckout() { owner.finishCheckout(owner) }
     Unmanaged.passUnretained(owner).release()
@@ -100,6 +100,6 @@ public final class ThreadSafeWriterProxy<Value> {
 
 // Sendable: `owner`, `lock` and `value` never change; `role` and `generation` are
 // written only while the container alone can reach the proxy, or, for `role`, just before
-// `proxyHandoff` publishes it; every access to the value goes through the container's
+// the lend word publishes it; every access to the value goes through the container's
 // lock and checks the lend it was made for.
 extension ThreadSafeWriterProxy: @unchecked Sendable where Value: Sendable {}

@@ -1,7 +1,7 @@
 import SingleWriterAtomics
 
-/// A ``ThreadSafeSingleWriter``'s checkout flag and value lock: one atomic word, plus
-/// the queue's inbox and the thread ids used to catch self-deadlock.
+/// A ``ThreadSafeSingleWriter``'s synchronization: the state word (``WriterWord``), the
+/// hand-off's lock, and the side words that can live in neither (sw_writer.h says why).
 ///
 /// Not generic, so a proxy locks through it without touching its container, and it
 /// compiles once rather than per `Value`.
@@ -31,26 +31,81 @@ struct WriterLock {
     sw_ts_park_sequence(sync)
   }
   @inlinable var spinRounds: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_spin_rounds(sync) }
-  @inlinable var inbox: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_inbox(sync) }
-  @inlinable var inboxLock: UnsafeMutablePointer<sw_mutex> { sw_ts_inbox_lock(sync) }
+  @inlinable var queuedHint: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_queued_hint(sync) }
+  @inlinable var handOffLock: UnsafeMutablePointer<sw_mutex> { sw_ts_hand_off_lock(sync) }
   @inlinable var checkoutThread: UnsafeMutablePointer<sw_atomic_uptr> {
     sw_ts_checkout_thread(sync)
   }
   @inlinable var writingThread: UnsafeMutablePointer<sw_atomic_uptr> {
     sw_ts_writing_thread(sync)
   }
-  @inlinable var servingThread: UnsafeMutablePointer<sw_atomic_uptr> {
-    sw_ts_serving_thread(sync)
-  }
   @inlinable var checkoutTask: UnsafeMutablePointer<sw_atomic_uptr> {
     sw_ts_checkout_task(sync)
   }
   @inlinable var lendWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_lend_word(sync) }
-  @inlinable var foreignArrivals: UnsafeMutablePointer<sw_atomic_u32> {
-    sw_ts_foreign_arrivals(sync)
+
+  // MARK: The word
+
+  /// The word now, with no ordering: for decisions a transition re-checks.
+  @inlinable var word: WriterWord { WriterWord(raw: sw_load_relaxed(state)) }
+
+  /// The one driver of the word: applies `transition` with a compare-and-exchange until
+  /// it sticks, or until `transition` returns `nil` in the state it finds. Returns the
+  /// word it replaced and the transition's action. Debug builds check every new word.
+  @inlinable @inline(__always)
+  func update<Action>(
+    _ transition: (WriterWord) -> (WriterWord, Action)?
+  ) -> (old: WriterWord, action: Action)? {
+    var old = word
+    while let (new, action) = transition(old) {
+      assert(new.invariantViolation == nil, "\(old) -> \(new): \(new.invariantViolation!)")
+      if sw_cas(state, &old.raw, new.raw) { return (old, action) }
+    }
+    return nil
   }
-  @inlinable var proxyHandoff: UnsafeMutablePointer<sw_atomic_u32> {
-    sw_ts_proxy_handoff(sync)
+
+  /// `update` for transitions with no action.
+  @inlinable @inline(__always) @discardableResult
+  func update(_ transition: (WriterWord) -> WriterWord?) -> WriterWord? {
+    update { word in transition(word).map { ($0, ()) } }?.old
+  }
+
+  // MARK: The hand-off's lock
+
+  /// Runs `body` under the hand-off's lock. Spins briefly before sleeping: the lock is
+  /// held for an append or a batch decision.
+  @inlinable @inline(__always)
+  func withHandOffLock<R>(_ body: () -> R) -> R {
+    if !sw_mutex_trylock(handOffLock) { acquireHandOffLockSlow() }
+    defer { sw_mutex_unlock(handOffLock) }
+    return body()
+  }
+
+  @usableFromInline func acquireHandOffLockSlow() {
+    for round in 0..<6 {
+      for _ in 0..<(1 << round) { sw_yield_cpu() }
+      if sw_mutex_trylock(handOffLock) { return }
+    }
+    sw_mutex_lock(handOffLock)
+  }
+
+  /// Under the hand-off's lock: the first write to queue sets `queued`, taking a free
+  /// checkout to serve it. Returns `true` if this thread took it.
+  @inlinable func markQueued() -> Bool {
+    sw_store_release(queuedHint, 1)
+    return update { ($0.enqueue()) }.unsafelyUnwrapped.action
+  }
+
+  /// Under the hand-off's lock, with the queue empty: frees the checkout. Returns `true` if
+  /// a parked `withWriter` must be woken.
+  @inlinable func release() -> Bool {
+    sw_store_release(queuedHint, 0)
+    return update { $0.release() }.unsafelyUnwrapped.action
+  }
+
+  @usableFromInline func unpark() {
+    sw_fetch_add(parkSequence, 1)
+    sw_wake_one(parkSequence)
   }
 
   // MARK: Lends
@@ -58,52 +113,61 @@ struct WriterLock {
   /// Starts a new `writeNext` lend: a fresh generation, which only the proxy lent now
   /// carries. Only the checkout holder calls it.
   @inlinable @inline(__always) func openLend() -> UInt32 {
-    let generation = (sw_load_relaxed(lendWord) >> 1) &+ 1
-    sw_store_release(lendWord, generation << 1)
+    let generation = (sw_load_relaxed(lendWord) >> 2) &+ 1
+    sw_store_release(lendWord, generation << 2)
     return generation
   }
 
   /// The lend's closure returned and someone else references its proxy: accesses through
   /// it wait until `endLend` says whether it was kept or retired.
   @inlinable func resolveLend(_ generation: UInt32) {
-    sw_store_release(lendWord, generation << 1 | 1)
+    sw_store_release(lendWord, generation << 2 | 1)
   }
 
   /// Kept: the generation stays valid for as long as the proxy owns the checkout. Retired:
-  /// a new generation, so that every access through the old proxy stops.
+  /// a new generation, so that every access through the old proxy stops. Its release
+  /// ordering also publishes the proxy's new role to whichever thread frees it.
   @inlinable func endLend(_ generation: UInt32, kept: Bool) {
-    sw_store_release(lendWord, (kept ? generation : generation &+ 1) << 1)
+    let old = sw_exchange(lendWord, (kept ? generation : generation &+ 1) << 2)
+    if old & 2 != 0 { sw_wake_all(lendWord) }
   }
 
   /// Stops an access through a lent proxy whose lend is over: `generation` is the one the
   /// proxy was lent with, 0 for proxies that own their checkout from the start.
   @inlinable @inline(__always) func checkLend(_ generation: UInt32) {
-    guard generation != 0, sw_load_acquire(lendWord) != generation << 1 else { return }
+    guard generation != 0, sw_load_acquire(lendWord) != generation << 2 else { return }
     checkLendSlow(generation)
   }
 
+  /// Waits while the lend is being resolved: a few pauses, since resolving takes a few
+  /// instructions, then a sleep until `endLend` wakes it. Spinning without bound here
+  /// would let a high-priority thread starve a preempted low-priority lender.
   @usableFromInline func checkLendSlow(_ generation: UInt32) {
+    let resolving = generation << 2 | 1
+    var spins = 0
     var word = sw_load_acquire(lendWord)
-    while word == generation << 1 | 1 {
-      sw_yield_cpu()
+    while word & ~2 == resolving {
+      if spins < 64 {
+        spins += 1
+        sw_yield_cpu()
+      } else if word & 2 != 0 || sw_cas(lendWord, &word, word | 2) {
+        sw_wait(lendWord, resolving | 2)
+      } else {
+        continue  // the word changed: look at it again
+      }
       word = sw_load_acquire(lendWord)
     }
-    if word != generation << 1 { staleProxyFailure() }
+    if word != generation << 2 { staleProxyFailure() }
   }
 
   // MARK: Checkout
 
-  /// Takes the checkout if nobody holds it and nothing is queued. `thread` is recorded
-  /// as the holder, for the self-deadlock checks.
+  /// Takes the checkout if nobody holds it (so nothing is queued either). `thread` is
+  /// recorded as the holder, for the self-deadlock checks.
   @inlinable @inline(__always) func tryCheckout(as thread: UInt) -> Bool {
-    var s = sw_load_relaxed(state)
-    while s & (WriterState.writer | WriterState.queued) == 0 {
-      if sw_cas(state, &s, s | WriterState.writer) {
-        sw_uptr_store(checkoutThread, thread)
-        return true
-      }
-    }
-    return false
+    guard update({ $0.checkout() }) != nil else { return false }
+    sw_uptr_store(checkoutThread, thread)
+    return true
   }
 
   /// Ends the checkout unless something needs the slow path (queued writes, observers
@@ -111,28 +175,7 @@ struct WriterLock {
   @inlinable @inline(__always) func tryEndCheckout() -> Bool {
     sw_uptr_store(checkoutThread, 0)
     sw_uptr_store(checkoutTask, 0)
-    var s = sw_load_relaxed(state)
-    while s & (WriterState.queued | WriterState.observed | WriterState.parked) == 0 {
-      if sw_cas(state, &s, s & ~WriterState.writer) { return true }
-    }
-    return false
-  }
-
-  /// Frees the checkout, with the queue empty. Returns `true` if a parked `withWriter`
-  /// was woken.
-  @inlinable @discardableResult func release() -> Bool {
-    var s = sw_load_relaxed(state)
-    while !sw_cas(
-      state, &s, s & ~(WriterState.writer | WriterState.queued | WriterState.parked))
-    {}
-    guard s & WriterState.parked != 0 else { return false }
-    unpark()
-    return true
-  }
-
-  @usableFromInline func unpark() {
-    sw_fetch_add(parkSequence, 1)
-    sw_wake_one(parkSequence)
+    return update { $0.endCheckout() } != nil
   }
 
   // MARK: Reading
@@ -145,27 +188,17 @@ struct WriterLock {
   /// Takes a reader slot unless a write access holds the value. Never waits: the
   /// compare-and-exchange fails only if the word changed.
   @inlinable @inline(__always) func tryBeginRead() -> Bool {
-    var s = sw_load_relaxed(state)
-    while s & WriterState.writing == 0 {
-      if sw_cas(state, &s, s &+ WriterState.reader) { return true }
-    }
-    return false
+    update { $0.beginRead() } != nil
   }
 
   @inlinable @inline(__always) func endRead() {
-    let old = sw_fetch_sub(state, WriterState.reader)
-    if old & WriterState.waiters != 0, old >> WriterState.readerShift == 1 { wakeWaiters() }
+    if update({ $0.endRead() }).unsafelyUnwrapped.action { sw_wake_all(state) }
   }
 
   @usableFromInline func beginReadSlow() {
     let me = sw_current_thread()
-    var s = sw_load_acquire(state)
-    while true {
-      if s & WriterState.writing == 0 {
-        if sw_cas(state, &s, s &+ WriterState.reader) { return }
-        continue
-      }
-      if sw_uptr_load(writingThread) == me {
+    while !tryBeginRead() {
+      if sw_uptr_load(writingThread) == me, word.isWriting {
         selfDeadlockFailure(
           """
           ThreadSafeSingleWriter: read inside a write on the same thread would wait forever \
@@ -173,7 +206,7 @@ struct WriterLock {
           value you were given; inside an access through a proxy, read before the access.
           """)
       }
-      sleep(expecting: &s)
+      sleepWhileAccessed()
     }
   }
 
@@ -182,41 +215,36 @@ struct WriterLock {
   /// Takes `writing` for one access through a proxy, waiting for readers and other
   /// accesses to finish.
   @inlinable @inline(__always) func beginWriting() {
-    var s = sw_load_relaxed(state)
-    if s & WriterState.writer == 0 { staleProxyFailure() }
-    if s & ~WriterState.compatibleWithWriting == 0,
-      sw_cas(state, &s, s | WriterState.writing | WriterState.dirtyIfObserved(s))
-    {
+    switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
+    case .begun:
       sw_uptr_store(writingThread, sw_current_thread())
       sw_seq_begin_write(sequence)
-      return
+    case .wait: acquireWriting()
+    case .stale: staleProxyFailure()
     }
-    acquireWriting()
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.
   @usableFromInline func acquireWriting() {
     let me = sw_current_thread()
-    var s = sw_load_acquire(state)
     while true {
-      if s & WriterState.writer == 0 { staleProxyFailure() }
-      if s & ~WriterState.compatibleWithWriting == 0 {
-        if sw_cas(state, &s, s | WriterState.writing | WriterState.dirtyIfObserved(s)) {
-          sw_uptr_store(writingThread, me)
-          sw_seq_begin_write(sequence)
-          return
+      switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
+      case .begun:
+        sw_uptr_store(writingThread, me)
+        sw_seq_begin_write(sequence)
+        return
+      case .stale: staleProxyFailure()
+      case .wait:
+        if word.isWriting, sw_uptr_load(writingThread) == me {
+          selfDeadlockFailure(
+            """
+            ThreadSafeSingleWriter: a write access through a proxy inside another write on \
+            the same thread would wait forever. Inside tryWrite, withWriter or `await write`, \
+            change the inout value instead of writing through a proxy.
+            """)
         }
-        continue
+        sleepWhileAccessed()
       }
-      if s & WriterState.writing != 0, sw_uptr_load(writingThread) == me {
-        selfDeadlockFailure(
-          """
-          ThreadSafeSingleWriter: a write access through a proxy inside another write on the \
-          same thread would wait forever. Inside tryWrite, withWriter or `await write`, \
-          change the inout value instead of writing through a proxy.
-          """)
-      }
-      sleep(expecting: &s)
     }
   }
 
@@ -228,42 +256,27 @@ struct WriterLock {
   /// Drops `writing`, with the sequence already even again.
   @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
-    let old = sw_fetch_sub(state, WriterState.writing)
-    if old & WriterState.waiters != 0 { wakeWaiters() }
+    if update({ $0.endAccess() }).unsafelyUnwrapped.action { sw_wake_all(state) }
   }
 
   // MARK: Closure writes
 
   /// Takes the checkout and `writing` together if the writer is free.
   @inlinable func tryBeginClosureWrite() -> Bool {
-    var s = sw_load_relaxed(state)
-    while s & ~WriterState.idle == 0 {
-      if sw_cas(
-        state, &s, s | WriterState.writer | WriterState.writing | WriterState.dirtyIfObserved(s))
-      {
-        let me = sw_current_thread()
-        sw_uptr_store(writingThread, me)
-        sw_uptr_store(checkoutThread, scoped(me))
-        sw_seq_begin_write(sequence)
-        return true
-      }
+    guard let old = update({ $0.beginClosureWrite() }) else {
+      // Free but for readers copying the value: take the checkout, then wait for them,
+      // as a mutex would. `nil` from tryWrite means the writer is busy, not that someone
+      // is reading.
+      guard !word.isCheckedOut, update({ $0.checkout() }) != nil else { return false }
+      beginClosureWrite()
+      return true
     }
-    // Free but for readers copying the value: take the checkout, then wait for them,
-    // as a mutex would. `nil` from tryWrite means the writer is busy, not that someone
-    // is reading.
-    guard s & (WriterState.writer | WriterState.queued) == 0 else { return false }
-    return beginClosureWriteAfterReaders()
-  }
-
-  @usableFromInline func beginClosureWriteAfterReaders() -> Bool {
-    var s = sw_load_relaxed(state)
-    while s & (WriterState.writer | WriterState.queued) == 0 {
-      if sw_cas(state, &s, s | WriterState.writer) {
-        beginClosureWrite()
-        return true
-      }
-    }
-    return false
+    _ = old
+    let me = sw_current_thread()
+    sw_uptr_store(writingThread, me)
+    sw_uptr_store(checkoutThread, scoped(me))
+    sw_seq_begin_write(sequence)
+    return true
   }
 
   /// With the checkout already held (handed over by the queue): marks it as this
@@ -280,24 +293,17 @@ struct WriterLock {
     sw_seq_end_write(sequence)
     sw_uptr_store(writingThread, 0)
     sw_uptr_store(checkoutThread, 0)
-    var s = WriterState.writer | WriterState.writing
-    return sw_cas(state, &s, 0)
+    var expected = WriterWord.writer | WriterWord.writing
+    return sw_cas(
+      state, &expected, WriterWord(raw: expected).endClosureWrite().unsafelyUnwrapped.raw)
   }
 
   // MARK: Sleeping
 
-  /// Marks `waiters` in `s`, sleeps until the state word changes, and reloads `s`.
-  @usableFromInline func sleep(expecting s: inout UInt32) {
-    if s & WriterState.waiters == 0 {
-      guard sw_cas(state, &s, s | WriterState.waiters) else { return }
-      s |= WriterState.waiters
-    }
-    sw_wait(state, s)
-    s = sw_load_acquire(state)
-  }
-
-  @usableFromInline func wakeWaiters() {
-    sw_fetch_and(state, ~WriterState.waiters)
-    sw_wake_all(state)
+  /// Sleeps until the state word changes, if an access or a reader is still there to
+  /// wake this thread when it ends.
+  @usableFromInline func sleepWhileAccessed() {
+    guard let old = update({ $0.markWaiters() }) else { return }
+    sw_wait(state, old.raw | WriterWord.waiters)
   }
 }

@@ -10,7 +10,8 @@
 //   and a timed wait fires once its deadline passes or no thread can run;
 // - `sw_yield_cpu` and `sw_yield_thread` hand the baton to another thread, so a spin
 //   loop cannot starve the thread it waits for;
-// - threads that `sw_spawn_detached` starts from a registered thread are registered;
+// - a thread that this layer starts for a registered thread must be registered through
+//   `sw_sched_spawn` (the layer starts none today);
 // - a schedule in which no thread can run and none waits with a deadline is a deadlock,
 //   and one longer than the step bound a livelock: both are reported as failures.
 // Threads that are not registered (the test runner's, Swift's concurrency pool) bypass

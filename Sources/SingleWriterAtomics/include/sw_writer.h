@@ -44,32 +44,6 @@ static inline void sw_seq_end_write(sw_atomic_u32 *sequence) {
   atomic_store_explicit(&sequence->value, s + 1, memory_order_release);
 }
 
-/// Strong CAS with acquire-release ordering; on failure `*expected` is reloaded.
-static inline bool sw_uptr_cas(sw_atomic_uptr *a, uintptr_t *expected, uintptr_t desired) {
-  SW_CHAOS();
-  bool done = atomic_compare_exchange_strong_explicit(
-      &a->value, expected, desired, memory_order_acq_rel, memory_order_acquire);
-  SW_CHAOS();
-  return done;
-}
-
-static inline uintptr_t sw_uptr_exchange(sw_atomic_uptr *a, uintptr_t v) {
-  SW_CHAOS();
-  uintptr_t old = atomic_exchange_explicit(&a->value, v, memory_order_acq_rel);
-  SW_CHAOS();
-  return old;
-}
-
-static inline uintptr_t sw_uptr_load_acquire(sw_atomic_uptr *a) {
-  SW_CHAOS();
-  uintptr_t v = atomic_load_explicit(&a->value, memory_order_acquire);
-  SW_CHAOS();
-  return v;
-}
-
-/// Runs `body(context)` on a new detached thread; false if no thread could be made.
-bool sw_spawn_detached(void (*body)(void *), void *context);
-
 /// The size of a cache line, or of the unit that the hardware moves between cores:
 /// Apple's arm64 cores use 128 bytes, the x86-64 and other arm64 cores we target 64.
 #if defined(__APPLE__) && defined(__aarch64__)
@@ -80,28 +54,30 @@ bool sw_spawn_detached(void (*body)(void *), void *context);
 
 /// Two groups, each on a cache line of its own (the allocation is line-aligned, and each
 /// group is padded to a line by a union, which Swift imports, unlike `_Alignas`). The
-/// holder's group is written on every write access; the inbox's group by every
+/// holder's group is written on every write access; the hand-off's group by every
 /// `writeNext` that finds the writer busy. Sharing a line, each side's stores evicted the
 /// other's copy, and under contention every queued write paid for the line's moves.
+///
+/// Everything else about the protocol lives in the state word or behind `hand_off_lock`;
+/// each word here says why it can be neither.
 typedef struct {
   union {
   struct {
-  /// Checkout, queue, value-lock and observation bits, plus the reader count.
+  /// The state word: checkout, queue, value-lock and observation bits, and the reader
+  /// count (WriterWord.swift names them).
   sw_atomic_u32 state;
-  /// Odd while a write access is in progress: lets readers of plain values copy
-  /// optimistically, with no read-modify-write.
+  /// Odd while a write access is in progress: readers of plain values copy under it
+  /// optimistically, with no read-modify-write, so it cannot be a bit of `state`.
   sw_atomic_u32 sequence;
-  /// Bumped, then woken, when a checkout ends while a `withWriter` is parked.
+  /// Bumped, then woken, when a checkout ends while a `withWriter` is parked: parked
+  /// threads sleep on it, since `state` changes on every access and would wake them.
   sw_atomic_u32 park_sequence;
-  /// The generation of the current `writeNext` lend, shifted left by one; bit 0 is set
-  /// while the end of a lend is being resolved (kept, or retired).
+  /// The generation of the current `writeNext` lend, shifted left by two; bit 0 is set
+  /// while the end of a lend is being resolved, bit 1 while an access sleeps until it is.
+  /// A generation needs the bits the state word does not have.
   sw_atomic_u32 lend_word;
-  /// Bumped, with release ordering, whenever a proxy leaves its lender's hands (kept or
-  /// retired), and read with acquire ordering by a proxy's `deinit`: this orders the
-  /// lender's writes before that `deinit` even for tools that do not see ARC's atomics.
-  sw_atomic_u32 proxy_handoff;
   /// How many rounds a blocked `withWriter` spins before it parks, adapted to how often
-  /// spinning has paid off; written only when it changes.
+  /// spinning has paid off; a tuning, not a state.
   sw_atomic_u32 spin_rounds;
   /// The thread holding the checkout, or 0; only for catching self-deadlock.
   sw_atomic_uptr checkout_thread;
@@ -113,43 +89,33 @@ typedef struct {
   char holder_line[SW_CACHE_LINE];
   };
 
-  // The inbox's group: what an enqueuer touches. The holder writes here once per batch.
+  // The hand-off's group: what an enqueuer touches.
   union {
   struct {
-  /// 1 while writes wait in the container's inbox, set and cleared under `inbox_lock`.
-  sw_atomic_uptr inbox;
-  /// Guards the container's inbox: held for one append, or one swap by the holder.
-  sw_mutex inbox_lock;
-  /// 1 once a thread other than the one running the queue has queued a write since the
-  /// queue's last batch: only such writes may be handed to a helper thread.
-  sw_atomic_u32 foreign_arrivals;
-  /// The thread running the queue, with bit 0 set once a nested checkout end handed the
-  /// checkout back to it; 0 when no thread runs it.
-  sw_atomic_uptr serving_thread;
+  /// 1 while the state word has `queued`, written with it under `hand_off_lock`: lets a
+  /// `writeNext` see that writes wait without reading the holder's line.
+  sw_atomic_u32 queued_hint;
+  /// Guards the hand-off (HandOff.swift): held for one append, or one batch decision.
+  sw_mutex hand_off_lock;
   };
-  char inbox_line[SW_CACHE_LINE];
+  char hand_off_line[SW_CACHE_LINE];
   };
 } sw_ts_sync;
 
-// Each group fits its line, so the inbox's group starts exactly one line in; checked for
-// every target by Scripts/cross-compile-c.sh.
-_Static_assert(offsetof(sw_ts_sync, inbox) == SW_CACHE_LINE, "holder group overflows");
-_Static_assert(sizeof(sw_ts_sync) == 2 * SW_CACHE_LINE, "inbox group overflows");
+// Each group fits its line, so the hand-off's group starts exactly one line in; checked
+// for every target by Scripts/cross-compile-c.sh.
+_Static_assert(offsetof(sw_ts_sync, queued_hint) == SW_CACHE_LINE, "holder group overflows");
+_Static_assert(sizeof(sw_ts_sync) == 2 * SW_CACHE_LINE, "hand-off group overflows");
 
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
 static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
 static inline sw_atomic_u32 *sw_ts_spin_rounds(sw_ts_sync *s) { return &s->spin_rounds; }
-static inline sw_atomic_uptr *sw_ts_inbox(sw_ts_sync *s) { return &s->inbox; }
-static inline sw_mutex *sw_ts_inbox_lock(sw_ts_sync *s) { return &s->inbox_lock; }
+static inline sw_atomic_u32 *sw_ts_queued_hint(sw_ts_sync *s) { return &s->queued_hint; }
+static inline sw_mutex *sw_ts_hand_off_lock(sw_ts_sync *s) { return &s->hand_off_lock; }
 static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
 static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }
-static inline sw_atomic_uptr *sw_ts_serving_thread(sw_ts_sync *s) { return &s->serving_thread; }
 static inline sw_atomic_uptr *sw_ts_checkout_task(sw_ts_sync *s) { return &s->checkout_task; }
 static inline sw_atomic_u32 *sw_ts_lend_word(sw_ts_sync *s) { return &s->lend_word; }
-static inline sw_atomic_u32 *sw_ts_foreign_arrivals(sw_ts_sync *s) {
-  return &s->foreign_arrivals;
-}
-static inline sw_atomic_u32 *sw_ts_proxy_handoff(sw_ts_sync *s) { return &s->proxy_handoff; }
 
 #endif

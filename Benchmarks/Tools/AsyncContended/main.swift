@@ -1,0 +1,151 @@
+// Contended increments from tasks on the cooperative pool: `await write`, against
+// `Mutex.withLock` and an actor called from the same tasks. Every task yields every 256
+// increments, as async code that awaits anything does, so that all of them progress even
+// with more tasks than pool threads. A round counts only if every task was running during
+// most of it (the window from the last task's start to the first task's end).
+//
+//   swift run -c release --package-path Benchmarks AsyncContended [--rounds N] [--ops N]
+
+import Dispatch
+import Foundation
+import SingleWriter
+import Synchronization
+
+@inline(__always) func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+enum Kind: String, CaseIterable {
+  case mutex = "Mutex.withLock"
+  case actor = "actor"
+  case awaitWrite = "await write"
+  case withWriter = "withWriter, from the same tasks"
+}
+
+actor CounterActor {
+  var value = 0
+  func increment() { value += 1 }
+}
+
+final class SharedMutex: Sendable { let mutex = Mutex(0) }
+
+/// What one task saw: its running window and each call's latency.
+struct TaskRecord: Sendable {
+  var start: UInt64 = 0
+  var end: UInt64 = 0
+  var latencies: [UInt32] = []
+}
+
+/// One round of `tasks` tasks making `ops` increments each.
+func runRound(_ kind: Kind, tasks: Int, ops: Int) async -> (
+  seconds: Double, overlap: Double, records: [TaskRecord], total: Int
+) {
+  let mutex = SharedMutex()
+  let actor = CounterActor()
+  let box = ThreadSafeSingleWriter(value: 0)
+  let records = await withTaskGroup(of: TaskRecord.self) { group in
+    for _ in 0..<tasks {
+      group.addTask {
+        var record = TaskRecord()
+        record.latencies.reserveCapacity(ops)
+        record.start = now()
+        for index in 0..<ops {
+          let called = now()
+          switch kind {
+          case .mutex: mutex.mutex.withLock { $0 += 1 }
+          case .actor: await actor.increment()
+          case .awaitWrite: try! await box.write { $0 += 1 }
+          case .withWriter: box.withWriter { $0 += 1 }
+          }
+          record.latencies.append(UInt32(clamping: now() &- called))
+          if index & 255 == 255 { await Task.yield() }
+        }
+        record.end = now()
+        return record
+      }
+    }
+    var all: [TaskRecord] = []
+    for await record in group { all.append(record) }
+    return all
+  }
+  let first = records.map(\.start).min()!
+  let last = records.map(\.end).max()!
+  let window = Double(Int64(records.map(\.end).min()!) - Int64(records.map(\.start).max()!))
+  let total: Int
+  switch kind {
+  case .mutex: total = mutex.mutex.withLock { $0 }
+  case .actor: total = await actor.value
+  case .awaitWrite, .withWriter: total = box.read
+  }
+  return (Double(last - first) / 1e9, max(0, window) / Double(last - first), records, total)
+}
+
+func percentile(_ sorted: [UInt32], _ q: Double) -> UInt32 {
+  sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]
+}
+
+func format(_ ns: UInt32) -> String {
+  ns >= 1_000_000
+    ? String(format: "%.1f ms", Double(ns) / 1e6)
+    : ns >= 1_000 ? String(format: "%.1f µs", Double(ns) / 1e3) : "\(ns) ns"
+}
+
+let arguments = CommandLine.arguments
+func option(_ name: String, _ fallback: Int) -> Int {
+  arguments.firstIndex(of: name).flatMap { Int(arguments[$0 + 1]) } ?? fallback
+}
+let rounds = option("--rounds", 5)
+let ops = option("--ops", 100_000)
+
+print(
+  "Contended increments from tasks on the cooperative pool (\(ProcessInfo.processInfo.activeProcessorCount) cores), \(rounds) interleaved rounds of \(ops) per task"
+)
+var valid = true
+for tasks in [2, 4] {
+  var rates: [Kind: [Double]] = [:]
+  var latencies: [Kind: [UInt32]] = [:]
+  for _ in 0..<rounds {
+    for kind in Kind.allCases {
+      let round = await runRound(kind, tasks: tasks, ops: ops)
+      guard round.total == tasks * ops else {
+        print("LOST WRITES: \(kind.rawValue) counted \(round.total) of \(tasks * ops)")
+        valid = false
+        continue
+      }
+      guard round.overlap >= 0.5 else {
+        print(
+          "round skipped: \(kind.rawValue) tasks overlapped for \(Int(round.overlap * 100))% of it")
+        continue
+      }
+      rates[kind, default: []].append(Double(tasks * ops) / round.seconds)
+      latencies[kind, default: []] += round.records.flatMap(\.latencies)
+    }
+  }
+  func median(_ kind: Kind) -> Double {
+    let sorted = (rates[kind] ?? [0]).sorted()
+    return sorted[sorted.count / 2]
+  }
+  print("\n\(tasks) tasks | increments/s | × Mutex | × actor | latency p50 | p99 | p99.9 | max")
+  print("--- | ---: | ---: | ---: | ---: | ---: | ---: | ---:")
+  for kind in Kind.allCases {
+    let sorted = (latencies[kind] ?? [0]).sorted()
+    print(
+      "\(kind.rawValue) | \(String(format: "%.2f M", median(kind) / 1e6)) | "
+        + String(
+          format: "%.2fx | %.2fx", median(kind) / median(.mutex), median(kind) / median(.actor))
+        + " | \(format(percentile(sorted, 0.5))) | \(format(percentile(sorted, 0.99))) | "
+        + "\(format(percentile(sorted, 0.999))) | \(format(sorted.last!))")
+  }
+  let waits = latencies[.awaitWrite] ?? []
+  let bounds: [(String, UInt32)] = [
+    ("< 1 µs", 1_000), ("1–16 µs", 16_000), ("16 µs–1 ms", 1_000_000), ("1–10 ms", 10_000_000),
+    ("> 10 ms", .max),
+  ]
+  var lower: UInt32 = 0
+  print("\n`await write` waits at \(tasks) tasks:", terminator: "")
+  for (name, upper) in bounds {
+    let count = waits.filter { $0 >= lower && $0 < upper }.count
+    print(" \(name): \(count)", terminator: ";")
+    lower = upper
+  }
+  print()
+}
+print(valid ? "\nvalid: every round exact" : "\nINVALID: writes were lost")

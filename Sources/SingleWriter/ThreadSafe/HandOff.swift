@@ -1,0 +1,168 @@
+import SingleWriterAtomics
+
+/// The slow half of a ``ThreadSafeSingleWriter``'s protocol: the writes that wait for the
+/// checkout and the thread that serves them, as one state machine behind one lock (the
+/// word's `hand_off_lock`).
+///
+/// Its transitions run under the lock and return what the caller must do once the lock
+/// is dropped (take the checkout and serve, run a batch, wake a parked thread); no user
+/// code and no deallocation of a user's closure ever runs under the lock. The two changes
+/// to the state word that must be ordered with the queue, setting `queued` and clearing
+/// it with the checkout, happen only under the lock, so an enqueuer and a releasing
+/// holder always agree on who serves: the window in which a newcomer could take the
+/// checkout between a release and the queue's next entry does not exist.
+///
+/// Enqueuers append under the lock, held for one append; the holder takes everything
+/// at once by swapping buffers and runs the batch with no lock (flat combining), so it
+/// takes the lock once per batch, never per write, and in steady state nothing is
+/// allocated.
+///
+/// Serving is a role, handed on rather than given to a helper thread: a server that has
+/// served other threads for over a millisecond, and has run what it owes, lets the next
+/// thread that queues take over at the end of a batch. That thread has not returned yet,
+/// so when every call has returned, every queued write has run.
+@usableFromInline
+struct HandOff<Entry> {
+  /// Writes that found the checkout busy, oldest first, until the holder takes them.
+  @usableFromInline var inbox = FIFO<Entry>()
+  /// Mirrors the word's `queued` bit, which changes only under this lock: an enqueuer
+  /// reads this instead of the word, which lives on the holder's cache line.
+  @usableFromInline var queued = false
+  /// The thread serving the queue, or 0.
+  @usableFromInline var server: UInt = 0
+  /// A checkout ended inside the server's own run (a proxy kept by a queued write, then
+  /// released there) and was handed back to that run instead of starting another.
+  @usableFromInline var handedBack = false
+  /// How many entries have arrived, and how many servers have taken into their batches,
+  /// since the container was made.
+  @usableFromInline var arrived: UInt64 = 0
+  @usableFromInline var taken: UInt64 = 0
+  /// The server owes every entry up to this one: those queued before it began serving,
+  /// and those that its own thread queues (nested writes). It hands the queue on only
+  /// once they have run, so that a release returns only after the writes it promises.
+  @usableFromInline var owedThrough: UInt64 = 0
+  /// The server has served other threads past its time: the next thread to queue from
+  /// elsewhere becomes its successor.
+  @usableFromInline var successorWanted = false
+  /// The thread that takes over serving, blocked until the server's batch ends.
+  @usableFromInline var successor: Waiter?
+
+  @inlinable init() {}
+
+  /// What an enqueuer does after its append.
+  @usableFromInline
+  struct Arrival {
+    /// `queued` was clear: set it in the word, and serve if the checkout was free.
+    @usableFromInline var setQueued: Bool
+    /// Thousands wait while another thread serves: give it the CPU.
+    @usableFromInline var yield: Bool
+    /// This thread was chosen to take over serving: wait on it.
+    @usableFromInline var successor: Waiter?
+
+    @inlinable init(setQueued: Bool, yield: Bool, successor: Waiter?) {
+      self.setQueued = setQueued
+      self.yield = yield
+      self.successor = successor
+    }
+  }
+
+  /// `thread` queues `entry`, at the back, or at the front for a task whose turn came
+  /// and that lost the writer to a running thread.
+  @inlinable mutating func arrive(
+    _ entry: Entry, from thread: UInt, atFront: Bool = false
+  ) -> Arrival {
+    if atFront { inbox.prepend(entry) } else { inbox.append(entry) }
+    arrived &+= 1
+    var chosen: Waiter?
+    if thread == server {
+      owedThrough = arrived
+    } else if successorWanted, successor == nil {
+      successorWanted = false
+      chosen = Waiter()
+      successor = chosen
+    }
+    let yield = chosen == nil && inbox.count > 4_096 && server != 0 && server != thread
+    defer { queued = true }
+    return Arrival(setQueued: !queued, yield: yield, successor: chosen)
+  }
+
+  /// What a checkout's end does with the hand-off.
+  @usableFromInline
+  enum CheckoutEnd {
+    /// The checkout ended inside this thread's own queue run, which goes on.
+    case handedBack
+    /// This thread now serves the queue.
+    case serve
+  }
+
+  /// A checkout ends on `thread` and must be served.
+  @inlinable mutating func checkoutEnded(on thread: UInt) -> CheckoutEnd {
+    if server == thread {
+      assert(!handedBack, "a checkout handed back twice")
+      handedBack = true
+      return .handedBack
+    }
+    beginServing(thread)
+    return .serve
+  }
+
+  /// `thread` serves from now on, and owes everything queued so far.
+  @inlinable mutating func beginServing(_ thread: UInt) {
+    server = thread
+    owedThrough = arrived
+  }
+
+  /// What the server does when its batch is done.
+  @usableFromInline
+  enum Next {
+    /// `pending` holds the next batch: run it.
+    case run
+    /// The queue is empty: free the checkout (in the word, under the lock).
+    case release
+    /// Pass the checkout, and the queue with it, to the successor, and return.
+    case handOver(Waiter)
+  }
+
+  /// The server's batch is done: takes the next one into `pending`, or frees the checkout,
+  /// or passes it to a successor. `late`: this server began serving over a millisecond ago.
+  @inlinable mutating func nextBatch(into pending: inout FIFO<Entry>, late: Bool) -> Next {
+    assert(pending.isEmpty, "a batch taken over another")
+    let paid = taken >= owedThrough
+    if let next = successor, paid || inbox.isEmpty {
+      successor = nil
+      server = 0
+      return .handOver(next)
+    }
+    if inbox.isEmpty {
+      queued = false
+      server = 0
+      successorWanted = false
+      return .release
+    }
+    if late, paid, successor == nil { successorWanted = true }
+    swap(&pending, &inbox)
+    taken &+= UInt64(pending.count)
+    return .run
+  }
+
+  /// The server stops without freeing the checkout: a queued write kept its proxy, or a
+  /// waiter was handed the checkout. Whoever ends that checkout serves next, so a chosen
+  /// successor is let go (returned, to be dismissed).
+  @inlinable mutating func stopServing(_ thread: UInt) -> Waiter? {
+    if server == thread { server = 0 }
+    successorWanted = false
+    defer { successor = nil }
+    return successor
+  }
+
+  /// After a queued write kept its proxy, and that write's closure is gone: `true` if the
+  /// proxy's release handed the checkout back already, and the run goes on; otherwise
+  /// the server stops (see `stopServing`).
+  @inlinable mutating func proxyKept(by thread: UInt) -> (goesOn: Bool, dismissed: Waiter?) {
+    if handedBack {
+      handedBack = false
+      return (true, nil)
+    }
+    return (false, stopServing(thread))
+  }
+}
