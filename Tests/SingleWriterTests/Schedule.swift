@@ -48,6 +48,12 @@ enum Scheduler {
     ProcessInfo.processInfo.environment["SINGLEWRITER_SCHED_SCALE"].flatMap(Int.init) ?? 1
   }
 
+  /// PCT's depth, 3 unless SINGLEWRITER_SCHED_PCT_DEPTH says otherwise: a bug that
+  /// needs more ordering constraints needs a deeper search.
+  static var pctDepth: Int32 {
+    ProcessInfo.processInfo.environment["SINGLEWRITER_SCHED_PCT_DEPTH"].flatMap(Int32.init) ?? 3
+  }
+
   /// PCT's seed for a whole search, SINGLEWRITER_SCHED_SEARCH_SEED, so that searches
   /// with other seeds can be run by hand.
   static var searchSeed: UInt64 {
@@ -121,7 +127,7 @@ enum Scheduler {
     sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
   ) {
     let searches: [(Strategy, Int)] = [
-      (.pct(depth: 3), pct * scale), (.exhaustive(preemptions: 2), exhaustive * scale),
+      (.pct(depth: pctDepth), pct * scale), (.exhaustive(preemptions: 2), exhaustive * scale),
     ]
     for (strategy, limit) in searches where limit > 0 {
       let outcome = explore(
