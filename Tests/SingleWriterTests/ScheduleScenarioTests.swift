@@ -56,6 +56,15 @@ struct ScheduleScenarioTests {
     journal.leave()
   }
 
+  /// Busy for `nanoseconds` of virtual time, which each clock read moves on. With
+  /// `yielding`, other threads run meanwhile, as they would on other cores.
+  static func spin(nanoseconds: UInt64, yielding: Bool = false) {
+    let start = sw_monotonic_ns()
+    while sw_monotonic_ns() &- start < nanoseconds {
+      if yielding { sw_yield_thread() }
+    }
+  }
+
   /// A `writeNext` recorded as `event` when its body runs.
   static func queue(_ container: Container, _ journal: ScheduleJournal, _ event: String) {
     container.writeNext { write($0, journal, event) }
@@ -258,8 +267,7 @@ struct ScheduleScenarioTests {
       journal.enter("A.0")
       container.writeNext {
         Self.write($0, journal, "Q.1")
-        let start = sw_monotonic_ns()
-        while sw_monotonic_ns() &- start < 2_000_000 {}
+        Self.spin(nanoseconds: 2_000_000)
         Self.queue(container, journal, "Q.2")
       }
       return Scheduler.Run(
@@ -278,9 +286,9 @@ struct ScheduleScenarioTests {
     }
   }
 
-  /// Another thread's writes keep arriving while a slow queued write runs: past about a
-  /// millisecond of serving, the next thread to queue takes serving over. Once every
-  /// call has returned, every write has run, once and in order.
+  /// Another thread's writes keep arriving, each slow, while a slow queued write runs:
+  /// past about a millisecond of serving, the next thread to queue takes serving over.
+  /// Once every call has returned, every write has run, once and in order.
   @Test func aLongDrainIsTakenOver() {
     Scheduler.check(pct: 1_000, exhaustive: 5_000, tick: 10_000) {
       let container = Self.makeContainer()
@@ -289,8 +297,7 @@ struct ScheduleScenarioTests {
       journal.enter("A.0")
       container.writeNext {
         Self.write($0, journal, "Q.1")
-        let start = sw_monotonic_ns()
-        while sw_monotonic_ns() &- start < 2_000_000 {}
+        Self.spin(nanoseconds: 1_500_000, yielding: true)
       }
       return Scheduler.Run(
         threads: [
@@ -301,13 +308,17 @@ struct ScheduleScenarioTests {
             proxy = nil
           },
           {
-            Self.queue(container, journal, "B.1")
-            Self.queue(container, journal, "B.2")
-            Self.queue(container, journal, "B.3")
+            for event in ["B.1", "B.2", "B.3", "B.4"] {
+              container.writeNext {
+                Self.write($0, journal, event)
+                Self.spin(nanoseconds: 500_000, yielding: true)
+              }
+              Self.spin(nanoseconds: 500_000, yielding: true)
+            }
           },
         ],
         check: {
-          Self.finalCheck(container, journal, ran: ["A.0", "Q.1", "B.1", "B.2", "B.3"])
+          Self.finalCheck(container, journal, ran: ["A.0", "Q.1", "B.1", "B.2", "B.3", "B.4"])
         })
     }
   }
