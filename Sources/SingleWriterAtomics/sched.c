@@ -96,6 +96,7 @@ struct sw_sched_explorer {
   uint64_t step_bound;
   int32_t spurious_bound;
   int32_t watchdog;
+  bool unfair_yields;
   uint64_t schedules;
   bool replaying_one;
   uint64_t schedule_seed;
@@ -326,7 +327,7 @@ bool sw_sched_yield(void) {
   sw_sched_thread *me = sw_sched_self;
   if (me == NULL) return false;
   pthread_mutex_lock(&me->run->lock);
-  sw_sched_switch(me->run, me, SW_YIELD);
+  sw_sched_switch(me->run, me, me->run->explorer->unfair_yields ? SW_POINT : SW_YIELD);
   pthread_mutex_unlock(&me->run->lock);
   return true;
 }
@@ -479,6 +480,10 @@ void sw_sched_explorer_configure(sw_sched_explorer *e, uint64_t tick_ns, uint64_
   e->step_bound = step_bound;
   e->spurious_bound = spurious_wakes;
   e->watchdog = watchdog_seconds;
+}
+
+void sw_sched_explorer_set_unfair_yields(sw_sched_explorer *e, bool unfair) {
+  e->unfair_yields = unfair;
 }
 
 void sw_sched_explorer_free(sw_sched_explorer *e) {
@@ -645,6 +650,9 @@ int32_t sw_sched_threads(const sw_sched_explorer *explorer) {
   return 0;
 }
 void sw_sched_name_word(const void *word, const char *name) { (void)word, (void)name; }
+void sw_sched_explorer_set_unfair_yields(sw_sched_explorer *explorer, bool unfair) {
+  (void)explorer, (void)unfair;
+}
 uint64_t sw_sched_schedules(const sw_sched_explorer *explorer) {
   (void)explorer;
   return 0;

@@ -69,8 +69,8 @@ enum Scheduler {
   /// one means a wake-up was lost.
   static func explore(
     _ strategy: Strategy, seed: UInt64 = 1, limit: Int, spuriousWakes: Int32 = 1,
-    tick: UInt64 = 100, watchdogSeconds: Int32 = 30, allowsTimeouts: Bool = false,
-    _ make: () -> Run
+    tick: UInt64 = 100, watchdogSeconds: Int32 = 30, unfairYields: Bool = false,
+    allowsTimeouts: Bool = false, _ make: () -> Run
   ) -> Outcome {
     let explorer: OpaquePointer
     switch strategy {
@@ -80,6 +80,7 @@ enum Scheduler {
       explorer = sw_sched_explorer_new(Int32(SW_SCHED_EXHAUSTIVE), preemptions, seed)!
     }
     sw_sched_explorer_configure(explorer, tick, 200_000, spuriousWakes, watchdogSeconds)
+    sw_sched_explorer_set_unfair_yields(explorer, unfairYields)
     var schedules = 0
     var spawning = 0
     while true {
@@ -123,7 +124,7 @@ enum Scheduler {
   /// both run even when the first fails, so that each one's reach shows in the log.
   static func check(
     pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, tick: UInt64 = 100,
-    allowsTimeouts: Bool = false,
+    unfairYields: Bool = false, allowsTimeouts: Bool = false,
     sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
   ) {
     let searches: [(Strategy, Int)] = [
@@ -132,6 +133,7 @@ enum Scheduler {
     for (strategy, limit) in searches where limit > 0 {
       let outcome = explore(
         strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes, tick: tick,
+        unfairYields: unfairYields,
         allowsTimeouts: allowsTimeouts,
         make)
       // One line per search, so that CI's log shows how much of each was covered.

@@ -191,6 +191,43 @@ struct ScheduleScenarioTests {
     }
   }
 
+  /// Another thread makes a lent proxy strong while the lend's body runs, then writes
+  /// through it just as the lend ends (its timed wait lets the lender run on). That
+  /// write waits for the lend to be resolved; with unfair yields, the writer keeps the
+  /// CPU while it waits, as a high-priority thread would on one core, so a wait that
+  /// only spins never ends (a livelock): it must spin briefly, then sleep.
+  @Test func aWriteWaitingForALendToBeResolvedSleeps() {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000, unfairYields: true) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      let box = ScheduleBox<ThreadSafeWriterProxy<Int>>()
+      let bodyEnded = ScheduleBox<ScheduleJournal>()
+      let never = ScheduleScenarioSelfTests.Words()
+      let wrote = ScheduleBox<ScheduleJournal>()
+      return Scheduler.Run(
+        threads: [
+          {
+            container.writeNext {
+              Self.write($0, journal, "A.1")
+              box.weak = $0
+              bodyEnded.strong = journal
+            }
+          },
+          {
+            // Made strong before the body ended, the proxy is kept, so writing is allowed.
+            guard let proxy = box.weak, bodyEnded.strong == nil else { return }
+            _ = sw_wait_for(never.flag, 0, 1_000)
+            Self.write(proxy, journal, "B.1")
+            wrote.strong = journal
+          },
+        ],
+        check: {
+          let expected = ["A.1"] + (wrote.strong == nil ? [] : ["B.1"])
+          return Self.finalCheck(container, journal, ran: expected)
+        })
+    }
+  }
+
   /// A queued write keeps its proxy, and another thread releases it while the thread
   /// that ran it is still draining the queue, with a third thread queueing more.
   @Test func proxyReleasedOnAnotherThreadDuringADrain() {

@@ -65,6 +65,12 @@ void sw_sched_explorer_configure(sw_sched_explorer *explorer, uint64_t tick_ns,
                                  uint64_t step_bound, int32_t spurious_wakes,
                                  int32_t watchdog_seconds);
 
+/// Unfair yields: `sw_yield_cpu` and `sw_yield_thread` become plain scheduling points, so
+/// that a spinning thread may keep running, as a high-priority thread spinning on one
+/// core would while the thread it waits for is preempted. A spin without bound then
+/// shows as a livelock.
+void sw_sched_explorer_set_unfair_yields(sw_sched_explorer *explorer, bool unfair);
+
 /// Runs `count` threads, `body(context, 0..<count)`, under the next schedule, and returns
 /// when all have ended (true) or the schedule deadlocked or livelocked (false; see
 /// `sw_sched_failure`). The threads of a failed schedule stay blocked forever, so
