@@ -197,7 +197,7 @@ struct ScheduleScenarioTests {
   /// CPU while it waits, as a high-priority thread would on one core, so a wait that
   /// only spins never ends (a livelock): it must spin briefly, then sleep.
   @Test func aWriteWaitingForALendToBeResolvedSleeps() {
-    Scheduler.check(pct: 2_000, exhaustive: 10_000, unfairYields: true) {
+    Scheduler.check(pct: 2_000, exhaustive: 10_000, unfairYields: true, allowsTimeouts: true) {
       let container = Self.makeContainer()
       let journal = ScheduleJournal()
       let box = ScheduleBox<ThreadSafeWriterProxy<Int>>()
@@ -210,13 +210,14 @@ struct ScheduleScenarioTests {
             container.writeNext {
               Self.write($0, journal, "A.1")
               box.weak = $0
+              sw_yield_thread()  // a scheduling point: the other thread may take it now
               bodyEnded.strong = journal
             }
           },
           {
             // Made strong before the body ended, the proxy is kept, so writing is allowed.
             guard let proxy = box.weak, bodyEnded.strong == nil else { return }
-            _ = sw_wait_for(never.flag, 0, 1_000)
+            _ = sw_wait_for(never.flag, 0, 100)  // runnable again one step later
             Self.write(proxy, journal, "B.1")
             wrote.strong = journal
           },
