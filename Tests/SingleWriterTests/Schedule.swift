@@ -64,9 +64,10 @@ enum Scheduler {
   /// Runs a fresh `make()` under each schedule until one fails, `limit` schedules have
   /// run, or the exhaustive search is over. Virtual time moves `tick` nanoseconds per
   /// scheduling point; a schedule with no scheduling point for `watchdogSeconds` of real
-  /// time has a thread blocked outside the scheduler, and fails. Timed waits that fire count as failures
-  /// unless `allowsTimeouts`: in these short scenarios nobody holds the writer long, so
-  /// one means a wake-up was lost.
+  /// time has a thread blocked outside the scheduler, and fails; `unfairYields` lets a
+  /// spinning thread keep running (see `sw_sched_explorer_set_unfair_yields`). Timed
+  /// waits that fire count as failures unless `allowsTimeouts`: in these short scenarios
+  /// nobody holds the writer long, so one means a wake-up was lost.
   static func explore(
     _ strategy: Strategy, seed: UInt64 = 1, limit: Int, spuriousWakes: Int32 = 1,
     tick: UInt64 = 100, watchdogSeconds: Int32 = 30, unfairYields: Bool = false,
