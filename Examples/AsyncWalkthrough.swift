@@ -21,17 +21,18 @@ func asyncWalkthrough() async {
 
   // Hold the writer across an await; an async write queues behind it, suspended.
   var proxy: ThreadSafeWriterProxy<Session>? = try! await session.checkout()
-  let queued = Task { try await session.write { $0.requests += 1 } }
+  let queued = Task { await session.write { $0.requests += 1 } }
   proxy!.write.user = "sally"
   print("user while the checkout is held: \(session.read.user)")  // sally
   proxy = nil  // released: the queued write runs now
-  try! await queued.value
-  for _ in 0..<2 { try! await session.write { $0.requests += 1 } }
+  await queued.value
+  for _ in 0..<2 { await session.write { $0.requests += 1 } }
   print("requests: \(session.read.requests)")  // 3
 
-  // A task cancelled while it waits leaves the queue and throws, writing nothing.
+  // `write` waits its turn even in a cancelled task, as Mutex.withLock does;
+  // writeUnlessCancelled leaves the queue and throws instead, writing nothing.
   var held = session.writer
-  let cancelled = Task { try await session.write { $0.user = "never" } }
+  let cancelled = Task { try await session.writeUnlessCancelled { $0.user = "never" } }
   cancelled.cancel()
   let wrote = (try? await cancelled.value) != nil
   held = nil

@@ -64,8 +64,8 @@ func takeOne(_ item: String) -> Bool {
   }
 }
 
-func sellOne(_ item: String) async throws -> Bool {
-  try await inventory.write { stock in
+func sellOne(_ item: String) async -> Bool {
+  await inventory.write { stock in
     guard let left = stock[item], left > 0 else { return false }
     stock[item] = left - 1
     return true
@@ -153,7 +153,7 @@ func recordVisit(_ page: String) {
 
   restock("apple", by: 2)
   let took = takeOne("apple")
-  let sold = (try? await sellOne("apple")) ?? false
+  let sold = await sellOne("apple")
   let more = takeOneIfFree("apple") ?? false
   try? await recount()
   print("waiting: \(took) \(sold) \(more) \(inventory.read) \(queuedInOrder())")

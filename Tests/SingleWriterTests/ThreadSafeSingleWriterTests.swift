@@ -929,7 +929,7 @@ final class Log: @unchecked Sendable {
       let threads = ProcessInfo.processInfo.activeProcessorCount
       for round in 0..<20 {
         let held = Locked(box.writer)
-        let queued = Task { try await box.write { $0 += 1 } }
+        let queued = Task { await box.write { $0 += 1 } }
         let checkout = Task { () -> Int in
           let proxy = try await box.checkout()
           proxy.write += 1
@@ -940,7 +940,7 @@ final class Log: @unchecked Sendable {
         usleep(10_000)  // let them block
         held.withLock { $0 = nil }
         for task in blocked { await task.value }
-        _ = try await queued.value
+        await queued.value
         _ = try await checkout.value
       }
       precondition(box.read == 20 * (threads + 2))
@@ -952,7 +952,7 @@ final class Log: @unchecked Sendable {
     try await withThrowingTaskGroup(of: Void.self) { group in
       for task in 0..<8 {
         group.addTask {
-          for index in 0..<2_000 { try await box.write { $0[task, default: []].append(index) } }
+          for index in 0..<2_000 { await box.write { $0[task, default: []].append(index) } }
         }
       }
       try await group.waitForAll()
@@ -985,7 +985,7 @@ final class Log: @unchecked Sendable {
       let tasks = (0..<8).map { _ in
         Task { () -> Bool in
           do {
-            try await box.write { $0 += 1 }
+            try await box.writeUnlessCancelled { $0 += 1 }
             ran.add(1)
             return true
           } catch { return false }
@@ -1043,7 +1043,7 @@ func waitUntil(_ condition: () -> Bool) async {
 @Suite struct ThreadSafeSingleWriterConcurrencyTests {
   @Test func asyncWriteMutatesInPlaceAndReturns() async throws {
     let box = ThreadSafeSingleWriter(value: 41)
-    let result = try await box.write { value -> Int in
+    let result = await box.write { value -> Int in
       value += 1
       return value
     }
@@ -1055,20 +1055,20 @@ func waitUntil(_ condition: () -> Bool) async {
     let box = ThreadSafeSingleWriter(value: [String]())
     let held = Locked(box.writer)
     box.writeNext { $0.write.append("first") }
-    let task = Task { try await box.write { $0.append("async") } }
+    let task = Task { await box.write { $0.append("async") } }
     await waitUntil { box.pendingCount == 2 }
     box.writeNext { $0.write.append("last") }
     held.withLock { $0 = nil }
-    try await task.value
+    await task.value
     await waitUntil { box.writer != nil }
     #expect(box.read == ["first", "async", "last"])
   }
 
-  @Test func aCancelledAsyncWriteLeavesTheQueueAndThrows() async {
+  @Test func aCancelledWriteUnlessCancelledLeavesTheQueueAndThrows() async {
     let box = ThreadSafeSingleWriter(value: [String]())
     let held = Locked(box.writer)
     box.writeNext { $0.write.append("before") }
-    let task = Task { try await box.write { $0.append("cancelled") } }
+    let task = Task { try await box.writeUnlessCancelled { $0.append("cancelled") } }
     await waitUntil { box.pendingCount == 2 }
     box.writeNext { $0.write.append("after") }
     task.cancel()
@@ -1079,12 +1079,30 @@ func waitUntil(_ condition: () -> Bool) async {
     #expect(box.writer != nil)
   }
 
+  @Test func awaitWriteWaitsItsTurnWhateverTheCancellation() async {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let held = Locked(box.writer)
+    let task = Task { await box.write { $0.append("counted") } }
+    await waitUntil { box.pendingCount == 1 }
+    task.cancel()
+    held.withLock { $0 = nil }
+    await task.value
+    await waitUntil { box.writer != nil }
+    #expect(box.read == ["counted"], "a cancelled request still counts its write")
+    let already = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      await box.write { $0.append("already cancelled") }
+    }
+    await already.value
+    #expect(box.read == ["counted", "already cancelled"])
+  }
+
   @Test func anAlreadyCancelledTaskDoesNotQueue() async {
     let box = ThreadSafeSingleWriter(value: 0)
     let held = Locked(box.writer)
     let task = Task {
       withUnsafeCurrentTask { $0?.cancel() }
-      return try await box.write { $0 += 1 }
+      return try await box.writeUnlessCancelled { $0 += 1 }
     }
     await #expect(throws: CancellationError.self) { try await task.value }
     #expect(box.pendingCount == 0)
@@ -1119,7 +1137,7 @@ func waitUntil(_ condition: () -> Bool) async {
         Thread.sleep(forTimeInterval: 1.5)
         held.withLock { $0 = nil }
       }
-      try await box.write { $0 += 1 }
+      await box.write { $0 += 1 }
       precondition(box.read == 1)
     }
     let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
@@ -1153,7 +1171,7 @@ func waitUntil(_ condition: () -> Bool) async {
     await waitUntil { seen.withLock { $0.count } == 3 }
     box.writeNext { $0.write = 3 }
     await waitUntil { seen.withLock { $0.count } == 4 }
-    _ = try? await box.write { $0 = 4 }
+    await box.write { $0 = 4 }
     await consumer.value
     #expect(seen.withLock { $0 } == [0, 1, 2, 3, 4])
   }
@@ -1171,7 +1189,7 @@ func waitUntil(_ condition: () -> Bool) async {
     let consumer = Task {
       for await value in box.changes() {
         if value >= 3 { break }
-        _ = try? await box.write { $0 += 1 }
+        await box.write { $0 += 1 }
       }
     }
     await consumer.value

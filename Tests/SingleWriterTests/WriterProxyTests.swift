@@ -2,7 +2,9 @@ import SingleWriter
 import Testing
 
 /// A copy-on-write value that counts the copies it makes.
-struct CopyCounted {
+// Sendable: each test uses its value on one thread; the thread-safe container's proxies
+// need `Sendable` values.
+struct CopyCounted: @unchecked Sendable {
   final class Storage {
     var items: [Int]
     init(_ items: [Int]) { self.items = items }

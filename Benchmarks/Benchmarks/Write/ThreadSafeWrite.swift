@@ -47,7 +47,7 @@ func threadSafeWriteBenchmarks() {
     let box = ThreadSafeSingleWriter(value: Counter())
     blackHole(box)
     for _ in benchmark.scaledIterations {
-      try? await box.write { $0.a += 1 }
+      await box.write { $0.a += 1 }
     }
     blackHole(box.read)
   }

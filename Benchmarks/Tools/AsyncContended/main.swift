@@ -52,7 +52,7 @@ func runRound(_ kind: Kind, tasks: Int, ops: Int) async -> (
           switch kind {
           case .mutex: mutex.mutex.withLock { $0 += 1 }
           case .actor: await actor.increment()
-          case .awaitWrite: try! await box.write { $0 += 1 }
+          case .awaitWrite: await box.write { $0 += 1 }
           case .withWriter: box.withWriter { $0 += 1 }
           }
           record.latencies.append(UInt32(clamping: now() &- called))

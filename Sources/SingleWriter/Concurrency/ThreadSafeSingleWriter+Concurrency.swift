@@ -1,14 +1,15 @@
 import SingleWriterAtomics
 
 // Swift concurrency on top of the same queue: an async write and an async checkout that
-// wait their turn by suspending, and a stream of the values that checkouts leave behind.
-// They need `Value: Sendable`: the container crosses into other tasks.
-extension ThreadSafeSingleWriter where Value: Sendable {
+// wait their turn by suspending. The async writes take the value `inout sending`, as the
+// closure writes do, so they work whatever `Value` is; `checkout()` hands out a proxy,
+// which needs `Value: Sendable`.
+extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Waits its turn for the writer by suspending, in FIFO order with `writeNext` and
   /// `withWriter`, then mutates the value in place.
   ///
   /// ```swift
-  /// let count = try await state.write { value -> Int in
+  /// let count = await state.write { value -> Int in
   ///   value.count += 1
   ///   return value.count
   /// }
@@ -19,13 +20,16 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// the queue runs `body` in its turn, in place, and resumes the task with the result.
   /// So a burst of async writes runs back to back on one thread instead of waiting for
   /// each task to be scheduled, and a suspended task never holds the writer up for
-  /// anyone. If the task is cancelled while waiting, the write leaves the queue without
-  /// running and this throws `CancellationError`; otherwise it throws only what `body`
-  /// throws. `body` itself is synchronous, so the value is never held across an `await`.
+  /// anyone.
+  ///
+  /// Like `Mutex.withLock`, it waits its turn whatever the task's cancellation, and
+  /// throws only what `body` throws: a cancelled request still counts its hit. For a
+  /// wait that gives up on cancellation, use ``writeUnlessCancelled(_:)``. `body` itself
+  /// is synchronous, so the value is never held across an `await`.
   @inlinable
-  public func write<R: Sendable>(
-    _ body: sending (inout Value) throws -> R
-  ) async throws -> R {
+  public func write<R, E: Error>(
+    _ body: sending (inout sending Value) throws(E) -> sending R
+  ) async throws(E) -> sending R {
     if lock.tryBeginClosureWrite() || spinForClosureWrite() {
       defer {
         if !lock.tryEndClosureWrite() { finishClosureWrite() }
@@ -33,24 +37,52 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       }
       return try body(&storage.pointee)
     }
-    return try await writeInTurn(body)
+    return try await writeInTurn(body, unlessCancelled: false).unsafelyUnwrapped.get()
   }
 
-  /// The queued half of `write`: the body goes into the queue, to be run by its server.
+  /// ``write(_:)``, unless the task is cancelled first: then it throws
+  /// `CancellationError` and `body` never runs.
+  ///
+  /// ```swift
+  /// let saved = try await drafts.writeUnlessCancelled { $0.save(draft) }
+  /// ```
+  ///
+  /// Cancellation is checked before the call and while it waits in the queue; once
+  /// `body` has begun, the write completes.
+  @inlinable
+  public func writeUnlessCancelled<R, E: Error>(
+    _ body: sending (inout sending Value) throws(E) -> sending R
+  ) async throws -> sending R {
+    try Task.checkCancellation()
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
+      defer {
+        if !lock.tryEndClosureWrite() { finishClosureWrite() }
+        _fixLifetime(self)  // `body` writes through `storage`, which the container frees
+      }
+      return try body(&storage.pointee)
+    }
+    guard let result = await writeInTurn(body, unlessCancelled: true) else {
+      throw CancellationError()
+    }
+    return try result.get()
+  }
+
+  /// The queued half of the async writes: the body goes into the queue, to be run by its
+  /// server. `nil` if cancelled while waiting (only `unlessCancelled`).
   @usableFromInline
-  func writeInTurn<R: Sendable>(
-    _ body: sending (inout Value) throws -> R
-  ) async throws -> R {
-    let queued = QueuedWrite<Value, R>()
+  func writeInTurn<R, E: Error>(
+    _ body: sending (inout sending Value) throws(E) -> sending R, unlessCancelled: Bool
+  ) async -> sending Result<R, E>? {
+    let queued = QueuedWrite<Value, R, E>()
     // The body runs on the serving thread while this task is suspended, and this call
     // returns only after it ran or was skipped. A skipped (cancelled) entry stays queued
     // until the server reaches it, so the box lets go of the body before returning.
-    try await withoutActuallyEscaping(body) { body in
+    let ran = await withoutActuallyEscaping(body) { body in
       queued.body = body
       defer { queued.body = nil }
-      try await waitForTurn { .asyncWrite($0, queued.run) }
+      return await waitForTurn(unlessCancelled: unlessCancelled) { .asyncWrite($0, queued.run) }
     }
-    return try queued.result.unsafelyUnwrapped.get()
+    return ran ? queued.takeResult() : nil
   }
 
   /// A short spin for the writer before an async write queues, as `withWriter` spins: most
@@ -65,45 +97,21 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     return false
   }
 
-  /// Waits its turn for the writer by suspending, then returns the proxy. The checkout
-  /// lasts until ARC releases it, as with ``writer``.
-  ///
-  /// ```swift
-  /// let writer = try await session.checkout()
-  /// writer.write.token = try await refreshToken()  // others queue meanwhile
-  /// ```
-  ///
-  /// When its turn comes the task is woken, not handed the writer: a task that is not
-  /// running yet never holds up threads that wait for the writer. It takes the writer as
-  /// soon as it runs, if free; if a running thread took it first, it waits again at the
-  /// front of the queue. Throws `CancellationError`, without checking out, if the task is
-  /// cancelled while waiting.
-  public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
-    var turns = 0
-    // A task can resume on any thread: no thread in particular holds this checkout, but
-    // this task does, for the warning in `waitForTurn`.
-    while !lock.tryCheckout(as: 0) {
-      try await waitForTurn(atFront: turns > 0) { .checkout($0) }
-      turns += 1
-    }
-    sw_uptr_store(lock.checkoutTask, currentTaskID())
-    return ThreadSafeWriterProxy(owning: self)
-  }
-
-  /// Suspends until the queue reaches this task's entry, or throws if the task is
-  /// cancelled first. The waiter's state decides which of the two happens.
+  /// Suspends until the queue reaches this task's entry and returns `true`, or, with
+  /// `unlessCancelled`, returns `false` if the task is cancelled first. The waiter's
+  /// state decides which of the two happens.
   @usableFromInline
   func waitForTurn(
-    atFront: Bool = false, _ entry: (TaskWaiter) -> Pending
-  ) async throws {
+    unlessCancelled: Bool, atFront: Bool = false, _ entry: (TaskWaiter) -> Pending
+  ) async -> Bool {
     let waiter = TaskWaiter()
     let me = currentTaskID()
-    try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { continuation in
+    return await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
         waiter.continuation = continuation
         // Cancelled before it could queue: never queued, so it resumes itself.
         guard waiter.transition(from: TaskWaiter.new, to: TaskWaiter.waiting) else {
-          waiter.continuation.take()!.resume(throwing: CancellationError())
+          waiter.continuation.take()!.resume(returning: false)
           return
         }
         // Waiting behind a checkout this task holds may never end: warn after a second.
@@ -113,9 +121,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     } onCancel: {
       // Before it queued, it will see this; after, whoever wins the transition resumes
       // it, and a cancelled entry is skipped when the queue reaches it.
+      guard unlessCancelled else { return }
       if waiter.transition(from: TaskWaiter.new, to: TaskWaiter.cancelled) { return }
       if waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.cancelled) {
-        waiter.continuation.take()!.resume(throwing: CancellationError())
+        waiter.continuation.take()!.resume(returning: false)
       }
     }
   }
@@ -142,24 +151,59 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   }
 }
 
+extension ThreadSafeSingleWriter where Value: Sendable {
+  /// Waits its turn for the writer by suspending, then returns the proxy. The checkout
+  /// lasts until ARC releases it, as with ``writer``.
+  ///
+  /// ```swift
+  /// let writer = try await session.checkout()
+  /// writer.write.token = try await refreshToken()  // others queue meanwhile
+  /// ```
+  ///
+  /// When its turn comes the task is woken, not handed the writer: a task that is not
+  /// running yet never holds up threads that wait for the writer. It takes the writer as
+  /// soon as it runs, if free; if a running thread took it first, it waits again at the
+  /// front of the queue. Throws `CancellationError`, without checking out, if the task is
+  /// cancelled while waiting.
+  public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
+    var turns = 0
+    // A task can resume on any thread: no thread in particular holds this checkout, but
+    // this task does, for the warning in `waitForTurn`.
+    while !lock.tryCheckout(as: 0) {
+      guard await waitForTurn(unlessCancelled: true, atFront: turns > 0, { .checkout($0) })
+      else { throw CancellationError() }
+      turns += 1
+    }
+    sw_uptr_store(lock.checkoutTask, currentTaskID())
+    return ThreadSafeWriterProxy(owning: self)
+  }
+}
+
 /// An id for the current task, or 0 outside one; only compared, never dereferenced.
 func currentTaskID() -> UInt {
   withUnsafeCurrentTask { task in task.map { UInt(bitPattern: $0.hashValue) } ?? 0 }
 }
 
-/// A queued `await write`: its body, for the serving thread, and its result, for the task.
+/// A queued async write: its body, for the serving thread, and its result, for the task.
 @usableFromInline
-final class QueuedWrite<Value, R>: @unchecked Sendable {
+final class QueuedWrite<Value: ~Copyable, R, E: Error>: @unchecked Sendable {
   // Sendable: the task sets `body` before queueing and clears it after it was resumed or
   // cancelled; the serving thread calls it, and writes `result`, only after winning the
   // waiter's transition to `granted`, and before resuming the task, which orders them.
-  // The body is `sending`: its caller keeps no access to it.
-  @usableFromInline var body: ((inout Value) throws -> R)?
-  @usableFromInline var result: Result<R, any Error>?
+  // The body and its result are `sending`: no one else keeps access to them.
+  @usableFromInline var body: ((inout sending Value) throws(E) -> sending R)?
+  @usableFromInline var result: Result<R, E>?
 
   @usableFromInline init() {}
 
-  @usableFromInline func run(_ value: UnsafeMutablePointer<Value>) {
-    result = Result { try body.unsafelyUnwrapped(&value.pointee) }
+  @usableFromInline func run(_ container: ThreadSafeSingleWriter<Value>) {
+    let body = self.body.unsafelyUnwrapped
+    result = Result { () throws(E) -> R in try body(&container.storage.pointee) }
+  }
+
+  /// The result, which the task owns once it is resumed.
+  @usableFromInline func takeResult() -> sending Result<R, E>? {
+    nonisolated(unsafe) let taken = result.take()
+    return taken
   }
 }

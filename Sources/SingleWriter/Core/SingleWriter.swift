@@ -44,10 +44,10 @@ public final class SingleWriter<Value> {
     /// A drain loop is on the stack: a checkout that ends inside it, say in the `deinit`
     /// of a proxy that a queued write kept, leaves the next write to that loop.
     @usableFromInline var isDraining = false
-    /// Someone observes changes; set by the observation code, which also sets `publish`.
+    /// Someone observes changes; set by the observation code.
     @usableFromInline var isObserved = false
     /// Written since the last publication. Every write sets it, a store as cheap as the
-    /// branch that would skip it; only `publish` reads and clears it.
+    /// branch that would skip it; only `publishIfDirty` reads and clears it.
     @usableFromInline var isDirty = false
     /// The queue; a queued write's body appends to it while the drain loop that popped
     /// that write is on the stack.
@@ -82,8 +82,6 @@ public final class SingleWriter<Value> {
   @usableFromInline @exclusivity(unchecked) var spare: WriterProxy<Value>?
   /// `refCountWordIsReadable`, copied: a lazy global costs a call per read.
   @usableFromInline let refCountWordIsCached = refCountWordIsReadable
-  /// Called as each checkout ends while `isObserved`, before queued writes run.
-  @usableFromInline @exclusivity(unchecked) var publish: (SingleWriter<Value>) -> Void = { _ in }
   /// Where observers learn of changes, made by the first; see Observation/ChangeHub.swift.
   @usableFromInline @exclusivity(unchecked) var hub: ChangeHub?
   #if DEBUG
@@ -304,7 +302,7 @@ public final class SingleWriter<Value> {
   /// or `writer` finds the writer busy instead of jumping the queue.
   @inlinable
   func releaseCheckout() {
-    if isObserved { publish(self) }
+    if isObserved { publishIfDirty() }
     #if DEBUG
       accessLog.endCheckout()
     #endif

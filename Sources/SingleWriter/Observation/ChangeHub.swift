@@ -32,6 +32,9 @@ final class ChangeHub: @unchecked Sendable {
   /// The container's value when it was freed, a `LastValue<Value>`, kept by `close` for
   /// consumers that have not had it yet: their weak reads fail from then on.
   var lastValue: AnyObject?
+  /// Makes the `LastValue` that `close` keeps; set by the first subscription, where the
+  /// value's type is known to be copyable, so a container of any value can close.
+  var keepLast: (() -> AnyObject)?
 
   /// A consumer sleeps in `sleepers`.
   @inlinable static var waiting: UInt32 { 1 }
@@ -99,8 +102,18 @@ final class ChangeHub: @unchecked Sendable {
   /// The value is kept only while a `changes()` subscription lives to read it; the
   /// version stays as it is, the one that value belongs to.
   func close<Value>(keeping value: @autoclosure () -> Value) {
+    closeKeeping { LastValue(value()) }
+  }
+
+  /// `close(keeping:)` with the value that `keepLast` makes.
+  func close() {
+    closeKeeping { self.keepLast?() }
+  }
+
+  /// Ends every consumer, after the value `keep` makes if anyone subscribed.
+  private func closeKeeping(_ keep: () -> AnyObject?) {
     sw_mutex_lock(mutex)
-    if subscriptions != 0 { lastValue = LastValue(value()) }
+    if subscriptions != 0 { lastValue = keep() }
     sw_fetch_or(word, Self.closed)
     for sleeper in sleepers { sleeper.continuation.resume() }
     sleepers.removeAll()

@@ -2,19 +2,20 @@ import Observation
 
 // Observing a SingleWriter: the same `changes()` and `trackedRead` as the thread-safe
 // container, on the same `ChangeHub`. The container sets `isDirty` on every write and,
-// while `isObserved`, calls `publish` as each checkout ends; this file installs both.
+// while `isObserved`, calls `publishIfDirty` as each checkout ends.
 
 extension SingleWriter {
-  /// The hub, made by the first observer along with the `publish` hook.
+  /// The hub, made by the first observer.
   var observationHub: ChangeHub {
     if let hub { return hub }
     let hub = ChangeHub()
     self.hub = hub
-    publish = { $0.publishIfDirty() }
     return hub
   }
 
-  /// The `publish` hook: a version bump if the checkout wrote.
+  /// Called as each observed checkout ends: a version bump if the checkout wrote.
+  /// Inlinable, so that it is specialized where the checkout ends.
+  @inlinable
   func publishIfDirty() {
     guard isDirty else { return }
     isDirty = false

@@ -6,7 +6,7 @@ import SingleWriterAtomics
 // container only marks writes `dirty` while the `observed` bit is set, and calls
 // `publishIfDirty` at each checkout end while it is.
 
-extension ThreadSafeSingleWriter {
+extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Called by the checkout holder as each checkout ends while `observed` is set, with no
   /// library lock held: if the checkout wrote, bumps the hub's version. Checkouts are
   /// ordered, so publications are too.
@@ -54,6 +54,11 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     isRepeat: (@Sendable (Element, Element) -> Bool)?
   ) -> Changes<Element> {
     subscriptionArrived()
+    // The value `deinit` leaves for the subscribers that have not had it yet; read there
+    // before `storage` is freed.
+    hub.withLock {
+      if hub.keepLast == nil { hub.keepLast = { [storage] in LastValue(storage.pointee) } }
+    }
     let version = hub.version
     let initial = transform(read)
     let subscription = ChangeSubscription(
@@ -182,7 +187,7 @@ extension ThreadSafeSingleWriter {
 extension ThreadSafeSingleWriter: Observable {}
 
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
-extension ThreadSafeSingleWriter {
+extension ThreadSafeSingleWriter where Value: Sendable {
   /// The current value, like ``read``, and registered with the Observation module, so
   /// that `withObservationTracking`, SwiftUI's `body` and `Observations` are told when a
   /// checkout that wrote ends.

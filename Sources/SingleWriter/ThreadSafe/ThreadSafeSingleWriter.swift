@@ -27,7 +27,7 @@ import SingleWriterAtomics
 /// Misuse that would hang stops the program with a message instead: ``withWriter(_:)``
 /// from inside a write's closure on the same thread, or ``read`` from inside
 /// ``tryWrite(_:)``'s closure.
-public final class ThreadSafeSingleWriter<Value> {
+public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// The state word, the hand-off's lock and the owner ids.
   @usableFromInline let lock: WriterLock
   /// The value, at a stable address so proxies reach it without touching `self`. Read
@@ -59,7 +59,7 @@ public final class ThreadSafeSingleWriter<Value> {
     case waiter(Waiter)
     /// An `await write`: the server runs its body for it, then resumes the task. The task
     /// never owns the checkout, so no thread ever waits for a suspended task's turn.
-    case asyncWrite(TaskWaiter, (UnsafeMutablePointer<Value>) -> Void)
+    case asyncWrite(TaskWaiter, (ThreadSafeSingleWriter<Value>) -> Void)
     /// A `checkout()`: woken when its turn comes, to take the writer if it can.
     case checkout(TaskWaiter)
   }
@@ -69,8 +69,13 @@ public final class ThreadSafeSingleWriter<Value> {
   @usableFromInline let handOff: UnsafeMutablePointer<HandOff<Pending>>
 
   /// Wraps `value` so that only one place at a time, on any thread, can write it.
+  ///
+  /// The container is `Sendable` whatever `Value` is, as a `Mutex` is: `value` is sent
+  /// into it, and closure writes hand it to their body as `inout sending`. What reads
+  /// or writes it from several threads at once (``read``, proxies, ``writeNext(_:)``,
+  /// `changes()`) needs `Value: Sendable`.
   @inlinable
-  public init(value: Value) {
+  public init(value: consuming sending Value) {
     lock = WriterLock()
     handOff = .allocateOnOwnCacheLines(HandOff())
     storage = .allocateOnOwnCacheLines(value)
@@ -86,85 +91,13 @@ public final class ThreadSafeSingleWriter<Value> {
     pending.deinitialize(count: 1)
     pending.deallocate()
     spare = nil
-    hub.close(keeping: storage.pointee)  // ends every `changes()` consumer, after this value
+    hub.close()  // ends every `changes()` consumer, after this value (see `subscribe`)
     storage.deinitialize(count: 1)
     storage.deallocate()
     lock.deallocate()
   }
 
-  // MARK: Public API
-
-  /// The current value, including writes made through a proxy that is still held.
-  ///
-  /// Never waits for a checkout, only for a write access in progress, so it never
-  /// sees half a write.
-  @inlinable
-  public var read: Value {
-    defer { _fixLifetime(self) }  // alive until the copy is made; see SingleWriter.read
-    // A value with no references to count is copied optimistically and checked against
-    // the write sequence: no read-modify-write at all. Others take a reader slot.
-    if _isPOD(Value.self) {
-      let copy = withUnsafeTemporaryAllocation(of: Value.self, capacity: 1) { buffer in
-        let done = sw_seq_try_copy(
-          lock.sequence, buffer.baseAddress!, storage, MemoryLayout<Value>.size)
-        return done ? buffer.baseAddress!.move() : nil
-      }
-      if let copy { return copy }
-    }
-    lock.beginRead()
-    defer { lock.endRead() }
-    return storage.pointee
-  }
-
-  /// A proxy for writing, or `nil` while the writer is out or writes are queued.
-  ///
-  /// The proxy can be sent to, used on and released on any thread. Releasing it runs
-  /// the queued writes on the releasing thread (see ``writeNext(_:)`` for the one
-  /// exception).
-  ///
-  /// ```swift
-  /// if let writer = session.writer {
-  ///   writer.write.token = newToken
-  /// }
-  /// ```
-  @inlinable
-  public var writer: ThreadSafeWriterProxy<Value>? {
-    // Always inlined: a proxy made in the caller's own code and released there is
-    // allocated on the stack; one returned from a call is not.
-    @inline(__always) get {
-      guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
-      return ThreadSafeWriterProxy(owning: self)
-    }
-  }
-
-  /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
-  /// order, on whichever thread ends the checkout ahead of it. That thread runs what was
-  /// queued before it, and what those writes queue, before it returns; when other threads
-  /// keep queueing for more than about a millisecond, the next of them to call this takes
-  /// over serving before it returns. So when every call has returned, every write has run.
-  /// It never waits for the writer; with more than 4,096 writes waiting while a thread
-  /// runs them, it gives up the rest of its time slice first, so that writers outpacing
-  /// that thread leave it the CPU.
-  ///
-  /// `body` may keep the proxy, and the checkout then lasts until that proxy is
-  /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
-  /// access through the proxy holds the value only for that access, so other threads
-  /// can read while `body` runs, and `body` may hand the proxy to another thread.
-  ///
-  /// ```swift
-  /// state.writeNext { $0.write.count += 1 }
-  /// ```
-  @inlinable
-  public func writeNext(_ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void) {
-    // Writes already wait: go behind them without touching the state word, which the
-    // holder is busy with.
-    guard sw_load_relaxed(lock.queuedHint) == 0,
-      lock.tryCheckout(as: scoped(sw_current_thread()))
-    else {
-      return enqueue(.write(body))
-    }
-    if lend(body) { endLentCheckout() }
-  }
+  // MARK: Closure writes
 
   /// Mutates the value in place if the writer is free, and returns `nil` if it is not.
   ///
@@ -176,7 +109,9 @@ public final class ThreadSafeSingleWriter<Value> {
   /// use the `inout` value instead.
   @inlinable
   @discardableResult
-  public func tryWrite<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R? {
+  public func tryWrite<R: ~Copyable, E: Error>(
+    _ body: (inout sending Value) throws(E) -> sending R
+  ) throws(E) -> sending R? {
     guard lock.tryBeginClosureWrite() else { return nil }
     defer {
       if !lock.tryEndClosureWrite() { finishClosureWrite() }
@@ -206,7 +141,9 @@ public final class ThreadSafeSingleWriter<Value> {
   /// waits for that proxy's release, which is right if the proxy went to another thread;
   /// if it did not, a warning on standard error after a second names the deadlock.
   @inlinable
-  public func withWriter<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+  public func withWriter<R: ~Copyable, E: Error>(
+    _ body: (inout sending Value) throws(E) -> sending R
+  ) throws(E) -> sending R {
     if !lock.tryBeginClosureWrite() { waitForClosureWrite() }
     defer {
       if !lock.tryEndClosureWrite() { finishClosureWrite() }
@@ -377,15 +314,15 @@ public final class ThreadSafeSingleWriter<Value> {
         return .ran
       }
       lock.acquireWriting()
-      job(storage)
+      job(self)
       lock.endWriting()
-      waiter.continuation.take().unsafelyUnwrapped.resume()
+      waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
       return .ran
     case .checkout(let waiter):
       // Woken, not handed the writer: a task that is not running yet must never hold up
       // the threads that wait for the writer. It takes the writer when it runs, if free.
       if waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) {
-        waiter.continuation.take().unsafelyUnwrapped.resume()
+        waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
       }
       return .ran
     case .waiter(let waiter):
@@ -530,9 +467,113 @@ public final class ThreadSafeSingleWriter<Value> {
   }
 }
 
-// Sendable, proved by the protocol in `WriterWord` and `HandOff`: the value is read only
-// while holding a reader slot and written only while holding `writing`, both taken with
-// acquire/release atomics on the state word; queued writes pass through the hand-off,
-// under its lock; `spare` and `pending` are touched only by the checkout holder, which
-// passes them on through the same atomics, the lock, or a waiter's grant.
-extension ThreadSafeSingleWriter: @unchecked Sendable where Value: Sendable {}
+extension ThreadSafeSingleWriter where Value: Sendable {
+  /// The current value, including writes made through a proxy that is still held.
+  ///
+  /// Never waits for a checkout, only for a write access in progress, so it never
+  /// sees half a write.
+  @inlinable
+  public var read: Value {
+    defer { _fixLifetime(self) }  // alive until the copy is made; see SingleWriter.read
+    // A value with no references to count is copied optimistically and checked against
+    // the write sequence: no read-modify-write at all. Others take a reader slot.
+    if _isPOD(Value.self) {
+      let copy = withUnsafeTemporaryAllocation(of: Value.self, capacity: 1) { buffer in
+        let done = sw_seq_try_copy(
+          lock.sequence, buffer.baseAddress!, storage, MemoryLayout<Value>.size)
+        return done ? buffer.baseAddress!.move() : nil
+      }
+      if let copy { return copy }
+    }
+    lock.beginRead()
+    defer { lock.endRead() }
+    return storage.pointee
+  }
+
+  /// A proxy for writing, or `nil` while the writer is out or writes are queued.
+  ///
+  /// The proxy can be sent to, used on and released on any thread. Releasing it runs
+  /// the queued writes on the releasing thread (see ``writeNext(_:)`` for the one
+  /// exception).
+  ///
+  /// ```swift
+  /// if let writer = session.writer {
+  ///   writer.write.token = newToken
+  /// }
+  /// ```
+  @inlinable
+  public var writer: ThreadSafeWriterProxy<Value>? {
+    // Always inlined: a proxy made in the caller's own code and released there is
+    // allocated on the stack; one returned from a call is not.
+    @inline(__always) get {
+      guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
+      return ThreadSafeWriterProxy(owning: self)
+    }
+  }
+
+  /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
+  /// order, on whichever thread ends the checkout ahead of it. That thread runs what was
+  /// queued before it, and what those writes queue, before it returns; when other threads
+  /// keep queueing for more than about a millisecond, the next of them to call this takes
+  /// over serving before it returns. So when every call has returned, every write has run.
+  /// It never waits for the writer; with more than 4,096 writes waiting while a thread
+  /// runs them, it gives up the rest of its time slice first, so that writers outpacing
+  /// that thread leave it the CPU.
+  ///
+  /// `body` may keep the proxy, and the checkout then lasts until that proxy is
+  /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
+  /// access through the proxy holds the value only for that access, so other threads
+  /// can read while `body` runs, and `body` may hand the proxy to another thread.
+  ///
+  /// ```swift
+  /// state.writeNext { $0.write.count += 1 }
+  /// ```
+  @inlinable
+  public func writeNext(_ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void) {
+    // Writes already wait: go behind them without touching the state word, which the
+    // holder is busy with.
+    guard sw_load_relaxed(lock.queuedHint) == 0,
+      lock.tryCheckout(as: scoped(sw_current_thread()))
+    else {
+      return enqueue(.write(body))
+    }
+    if lend(body) { endLentCheckout() }
+  }
+
+}
+
+extension ThreadSafeSingleWriter where Value: Sendable & ~Copyable {
+  /// Reads the value in place: `body` borrows it, so nothing is copied out but what it
+  /// returns. For one field of a large value, and the only read of a `~Copyable` one.
+  ///
+  /// ```swift
+  /// let price = catalog.read { $0.prices[sku] }
+  /// ```
+  ///
+  /// Like ``read``, it never waits for a checkout, only for a write access in progress,
+  /// so it sees whole writes; writes wait for `body` to return, so keep it short. Reading
+  /// from inside a closure write on the same thread stops the program, as ``read`` does.
+  @inlinable
+  public func read<R: ~Copyable, E: Error>(
+    _ body: (borrowing Value) throws(E) -> R
+  ) throws(E) -> R {
+    lock.beginRead()
+    defer {
+      lock.endRead()
+      _fixLifetime(self)  // `body` reads through `storage`, which the container frees
+    }
+    return try body(storage.pointee)
+  }
+}
+
+// Sendable whatever `Value` is, as `Mutex` is. Proved by the protocol in `WriterWord` and
+// `HandOff`: the value is read only while holding a reader slot and written only while
+// holding `writing`, both taken with acquire/release atomics on the state word; queued
+// writes pass through the hand-off, under its lock; `spare` and `pending` are touched
+// only by the checkout holder, which passes them on through the same atomics, the lock,
+// or a waiter's grant. A value that is not `Sendable` is reachable only through closure
+// writes, which take it `inout sending` (its region is disconnected from the caller's,
+// so it moves between threads whole) and return `sending` results: every member that
+// could share it between threads (`read`, proxies, `writeNext`, `changes()`) requires
+// `Value: Sendable`.
+extension ThreadSafeSingleWriter: @unchecked Sendable where Value: ~Copyable {}

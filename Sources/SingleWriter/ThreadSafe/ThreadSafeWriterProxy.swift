@@ -15,7 +15,7 @@ import SingleWriterAtomics
 ///   }  // released when the task ends
 /// }
 /// ```
-public final class ThreadSafeWriterProxy<Value> {
+public final class ThreadSafeWriterProxy<Value: ~Copyable> {
   // The container is unretained so it can keep an idle proxy as its spare without a
   // cycle; a proxy that owns a checkout holds a manual +1 on it (`becomeOwner`). Writes
   // go through `lock` and `value` alone, so they never retain the container.
@@ -49,30 +49,6 @@ public final class ThreadSafeWriterProxy<Value> {
     becomeOwner()
   }
 
-  /// The container's value, read and mutated in place.
-  @inlinable
-  public var write: Value {
-    // `_fixLifetime(self)`: the proxy lives until its access has ended (see WriterProxy).
-    _read {
-      lock.beginRead()
-      defer {
-        lock.endRead()
-        _fixLifetime(self)
-      }
-      lock.checkLend(generation)
-      yield value.pointee
-    }
-    _modify {
-      lock.beginWriting()
-      defer {
-        lock.endWriting()
-        _fixLifetime(self)
-      }
-      lock.checkLend(generation)
-      yield &value.pointee
-    }
-  }
-
   /// Makes this proxy own the checkout: it retains the container, and its `deinit`
   /// ends the checkout.
   @inlinable
@@ -95,6 +71,35 @@ public final class ThreadSafeWriterProxy<Value> {
     guard role != .lent else { return }
     if role == .owner, !lock.tryEndCheckout() { owner.finishCheckout(owner) }
     Unmanaged.passUnretained(owner).release()
+  }
+}
+
+// Proxies exist for any value, since the container keeps a spare one, but only a
+// `Sendable` (so copyable) value can be checked out; the accessor is specialized and
+// inlined as a copyable one.
+extension ThreadSafeWriterProxy {
+  /// The container's value, read and mutated in place.
+  @inlinable
+  public var write: Value {
+    // `_fixLifetime(self)`: the proxy lives until its access has ended (see WriterProxy).
+    _read {
+      lock.beginRead()
+      defer {
+        lock.endRead()
+        _fixLifetime(self)
+      }
+      lock.checkLend(generation)
+      yield value.pointee
+    }
+    _modify {
+      lock.beginWriting()
+      defer {
+        lock.endWriting()
+        _fixLifetime(self)
+      }
+      lock.checkLend(generation)
+      yield &value.pointee
+    }
   }
 }
 

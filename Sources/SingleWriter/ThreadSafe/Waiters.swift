@@ -7,7 +7,8 @@ final class TaskWaiter: @unchecked Sendable {
   // before the `waiting` transition publishes it, and read only by the one party that
   // wins the transition out of `waiting`.
   @usableFromInline let state: UnsafeMutablePointer<sw_atomic_u32>
-  @usableFromInline var continuation: CheckedContinuation<Void, any Error>?
+  /// Resumed with `true` when the queue reaches the task, `false` if it was cancelled.
+  @usableFromInline var continuation: CheckedContinuation<Bool, Never>?
 
   /// Not queued yet, queued with its continuation, reached by the queue (its write ran, or
   /// it was woken to take the writer), or cancelled.

@@ -56,7 +56,16 @@ struct WriterLock {
   func update<Action>(
     _ transition: (WriterWord) -> (WriterWord, Action)?
   ) -> (old: WriterWord, action: Action)? {
-    var old = word
+    update(guessing: word, transition)
+  }
+
+  /// `update`, trying `guess` as the current word first, with no load: for the hot paths,
+  /// whose common word is known, the first attempt folds to one compare-and-exchange.
+  @inlinable @inline(__always)
+  func update<Action>(
+    guessing guess: WriterWord, _ transition: (WriterWord) -> (WriterWord, Action)?
+  ) -> (old: WriterWord, action: Action)? {
+    var old = guess
     while let (new, action) = transition(old) {
       assert(new.invariantViolation == nil, "\(old) -> \(new): \(new.invariantViolation!)")
       if sw_cas(state, &old.raw, new.raw) { return (old, action) }
@@ -68,6 +77,21 @@ struct WriterLock {
   @inlinable @inline(__always) @discardableResult
   func update(_ transition: (WriterWord) -> WriterWord?) -> WriterWord? {
     update { word in transition(word).map { ($0, ()) } }?.old
+  }
+
+  /// `update(guessing:_:)` for transitions with no action.
+  @inlinable @inline(__always) @discardableResult
+  func update(
+    guessing guess: WriterWord, _ transition: (WriterWord) -> WriterWord?
+  ) -> WriterWord? {
+    update(guessing: guess) { word in transition(word).map { ($0, ()) } }?.old
+  }
+
+  /// The word while a checkout is held and nothing else is going on.
+  @inlinable static var heldWord: WriterWord { WriterWord(raw: WriterWord.writer) }
+  /// The word while the holder has a write access and nothing else is going on.
+  @inlinable static var writingWord: WriterWord {
+    WriterWord(raw: WriterWord.writer | WriterWord.writing)
   }
 
   // MARK: The hand-off's lock
@@ -165,7 +189,7 @@ struct WriterLock {
   /// Takes the checkout if nobody holds it (so nothing is queued either). `thread` is
   /// recorded as the holder, for the self-deadlock checks.
   @inlinable @inline(__always) func tryCheckout(as thread: UInt) -> Bool {
-    guard update({ $0.checkout() }) != nil else { return false }
+    guard update(guessing: WriterWord(raw: 0), { $0.checkout() }) != nil else { return false }
     sw_uptr_store(checkoutThread, thread)
     return true
   }
@@ -175,7 +199,7 @@ struct WriterLock {
   @inlinable @inline(__always) func tryEndCheckout() -> Bool {
     sw_uptr_store(checkoutThread, 0)
     sw_uptr_store(checkoutTask, 0)
-    return update { $0.endCheckout() } != nil
+    return update(guessing: WriterLock.heldWord) { $0.endCheckout() } != nil
   }
 
   // MARK: Reading
@@ -215,13 +239,14 @@ struct WriterLock {
   /// Takes `writing` for one access through a proxy, waiting for readers and other
   /// accesses to finish.
   @inlinable @inline(__always) func beginWriting() {
-    switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
-    case .begun:
-      sw_uptr_store(writingThread, sw_current_thread())
-      sw_seq_begin_write(sequence)
-    case .wait: acquireWriting()
-    case .stale: staleProxyFailure()
-    }
+    // One attempt inline, from the word of a checkout with nothing else going on (no
+    // load; the transition folds to a constant); any other word goes through the driver,
+    // out of line, so that the accessors around this stay small enough to inline.
+    var expected = WriterLock.heldWord.raw
+    let begun = WriterLock.heldWord.beginAccess().0.raw
+    guard sw_cas(state, &expected, begun) else { return acquireWriting() }
+    sw_uptr_store(writingThread, sw_current_thread())
+    sw_seq_begin_write(sequence)
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.
@@ -256,6 +281,12 @@ struct WriterLock {
   /// Drops `writing`, with the sequence already even again.
   @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
+    var expected = WriterLock.writingWord.raw
+    let ended = WriterLock.writingWord.endAccess().0.raw
+    if !sw_cas(state, &expected, ended) { releaseWritingSlow() }
+  }
+
+  @usableFromInline func releaseWritingSlow() {
     if update({ $0.endAccess() }).unsafelyUnwrapped.action { sw_wake_all(state) }
   }
 
@@ -263,7 +294,7 @@ struct WriterLock {
 
   /// Takes the checkout and `writing` together if the writer is free.
   @inlinable func tryBeginClosureWrite() -> Bool {
-    guard let old = update({ $0.beginClosureWrite() }) else {
+    guard let old = update(guessing: WriterWord(raw: 0), { $0.beginClosureWrite() }) else {
       // Free but for readers copying the value: take the checkout, then wait for them,
       // as a mutex would. `nil` from tryWrite means the writer is busy, not that someone
       // is reading.
