@@ -20,6 +20,9 @@ uintptr_t sw_current_thread_slow(void) {
 }
 
 void sw_yield_thread(void) {
+#if defined(SINGLEWRITER_SCHED)
+  if (sw_sched_yield()) return;
+#endif
 #if defined(_WIN32)
   SwitchToThread();
 #else
@@ -28,6 +31,9 @@ void sw_yield_thread(void) {
 }
 
 uint64_t sw_monotonic_ns(void) {
+#if defined(SINGLEWRITER_SCHED)
+  if (sw_sched_registered()) return sw_sched_now();  // virtual time
+#endif
 #if defined(_WIN32)
   LARGE_INTEGER frequency, now;  // the frequency is fixed at boot and cheap to read
   QueryPerformanceFrequency(&frequency);

@@ -266,6 +266,12 @@ static bool sw_block(sw_atomic_u32 *a, uint32_t expected, int64_t nanoseconds) {
 }
 
 void sw_wait(sw_atomic_u32 *a, uint32_t expected) {
+#if defined(SINGLEWRITER_SCHED)
+  if (sw_sched_registered()) {
+    sw_sched_wait(a, expected, -1);
+    return;
+  }
+#endif
   // Most waits here are for a few-instruction critical section: spin first.
   for (int i = 0; i < 100; i++) {
     if (sw_load_relaxed(a) != expected) return;
@@ -278,6 +284,9 @@ void sw_wait(sw_atomic_u32 *a, uint32_t expected) {
 
 bool sw_wait_for(sw_atomic_u32 *a, uint32_t expected, int64_t nanoseconds) {
   if (nanoseconds < 0) nanoseconds = 0;
+#if defined(SINGLEWRITER_SCHED)
+  if (sw_sched_registered()) return sw_sched_wait(a, expected, nanoseconds);
+#endif
   SW_CHAOS();
   bool woken = sw_block(a, expected, nanoseconds);
   SW_CHAOS();
@@ -285,6 +294,12 @@ bool sw_wait_for(sw_atomic_u32 *a, uint32_t expected, int64_t nanoseconds) {
 }
 
 void sw_wake_all(sw_atomic_u32 *a) {
+#if defined(SINGLEWRITER_SCHED)
+  if (sw_sched_registered()) {
+    sw_sched_wake(a, true);
+    return;
+  }
+#endif
   SW_CHAOS();
 #if defined(SW_USE_FUTEX)
   syscall(SYS_futex, &a->value, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
@@ -304,6 +319,12 @@ void sw_wake_all(sw_atomic_u32 *a) {
 }
 
 void sw_wake_one(sw_atomic_u32 *a) {
+#if defined(SINGLEWRITER_SCHED)
+  if (sw_sched_registered()) {
+    sw_sched_wake(a, false);
+    return;
+  }
+#endif
   SW_CHAOS();
 #if defined(SW_USE_FUTEX)
   syscall(SYS_futex, &a->value, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);

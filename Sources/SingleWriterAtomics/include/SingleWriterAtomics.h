@@ -7,10 +7,12 @@
 //   sw_wait.h         blocking on a word (futex, WaitOnAddress, os_sync, parking lot), a mutex
 //   sw_rwlock.h       a writer-preferring reader-writer lock
 //   sw_diagnostics.h  thread names, call stacks and symbols for race reports
+//   sw_sched.h        a deterministic scheduler for tests
 //
 // Compile-time switches, passed as `-Xcc -D...`:
 //   SINGLEWRITER_PORTABLE_WAIT  use the parking lot even where the OS can wait on an address
 //   SINGLEWRITER_CHAOS          perturb every atomic and wait; see sw_atomics.h
+//   SINGLEWRITER_SCHED          run registered threads one at a time; see sw_sched.h
 
 #ifndef SINGLE_WRITER_ATOMICS_H
 #define SINGLE_WRITER_ATOMICS_H
@@ -18,6 +20,7 @@
 #include "sw_atomics.h"
 #include "sw_diagnostics.h"
 #include "sw_rwlock.h"
+#include "sw_sched.h"
 #include "sw_thread.h"
 #include "sw_wait.h"
 #include "SingleWriterRefCount.h"

@@ -17,6 +17,7 @@
 /// The word after the object's metadata pointer. Relaxed and then an acquire fence, so a
 /// release by another thread that this load observes also publishes what came before it.
 static inline uintptr_t sw_refcount_bits(const void *object) {
+  SW_SCHED_POINT();
   sw_atomic_uptr *word = (sw_atomic_uptr *)((char *)(uintptr_t)object + sizeof(void *));
   uintptr_t bits = atomic_load_explicit(&word->value, memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);

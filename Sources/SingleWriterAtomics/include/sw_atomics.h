@@ -17,12 +17,22 @@
 // thread or spin a few random iterations before and after it, to shake out
 // interleavings that two cores rarely produce. Without the define `SW_CHAOS()` is
 // nothing, so the fast paths compile exactly as they would without it.
-#if defined(SINGLEWRITER_CHAOS)
+//
+// Scheduler mode (-DSINGLEWRITER_SCHED, see sw_sched.h) makes the same places scheduling
+// points, and `SW_SCHED_POINT()` marks the few that chaos mode leaves alone (plain
+// seqlock stores, the reference-count read).
+#if defined(SINGLEWRITER_SCHED)
+#include "sw_sched.h"
+#define SW_CHAOS() sw_sched_point()
+#define SW_SCHED_POINT() sw_sched_point()
+#elif defined(SINGLEWRITER_CHAOS)
 /// Sometimes yields or spins; per-thread xorshift seeded from SINGLEWRITER_CHAOS_SEED.
 void sw_chaos_point(void);
 #define SW_CHAOS() sw_chaos_point()
+#define SW_SCHED_POINT() ((void)0)
 #else
 #define SW_CHAOS() ((void)0)
+#define SW_SCHED_POINT() ((void)0)
 #endif
 
 /// A 32-bit atomic word. 32 bits because that is what a futex or WaitOnAddress waits on.
@@ -115,6 +125,9 @@ static inline void sw_uptr_store(sw_atomic_uptr *a, uintptr_t v) {
 /// A pause hint for spin loops (`pause` on x86, `yield` on Arm): lets the sibling
 /// hyperthread run and saves power while the loop waits for another core.
 static inline void sw_yield_cpu(void) {
+#if defined(SINGLEWRITER_SCHED)
+  if (sw_sched_yield()) return;  // a registered thread passes the baton instead
+#endif
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__) || defined(__arm__)

@@ -32,12 +32,14 @@ static inline bool sw_seq_try_copy(sw_atomic_u32 *sequence, void *destination,
 /// The writer's half: odd before a write access, even after. Only the holder of the
 /// write access stores, so no read-modify-write is needed.
 static inline void sw_seq_begin_write(sw_atomic_u32 *sequence) {
+  SW_SCHED_POINT();
   uint32_t s = atomic_load_explicit(&sequence->value, memory_order_relaxed);
   atomic_store_explicit(&sequence->value, s + 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
 }
 
 static inline void sw_seq_end_write(sw_atomic_u32 *sequence) {
+  SW_SCHED_POINT();
   uint32_t s = atomic_load_explicit(&sequence->value, memory_order_relaxed);
   atomic_store_explicit(&sequence->value, s + 1, memory_order_release);
 }
