@@ -27,15 +27,6 @@ func attackSpin(_ nanoseconds: UInt64) {
 
 func attackErr(_ text: String) {
   FileHandle.standardError.write(Data(text.utf8))
-  // Exit tests show nothing of a child whose status did not match: keep a copy.
-  if let file = FileHandle(forWritingAtPath: "/tmp/attack-tests.log") ?? {
-    FileManager.default.createFile(atPath: "/tmp/attack-tests.log", contents: nil)
-    return FileHandle(forWritingAtPath: "/tmp/attack-tests.log")
-  }() {
-    file.seekToEndOfFile()
-    file.write(Data(text.utf8))
-    try? file.close()
-  }
 }
 
 func attackNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -99,48 +90,11 @@ func exitReport(_ result: ExitTest.Result?) -> String {
 @Suite(.serialized) struct AttackTests {
   // MARK: Promise 2: serving hand-over makes writeNext block
 
-  /// A producer queues writes while holding its own lock (writeNext "never waits", so this
-  /// looks safe), and the queued bodies take that lock. When the server has served for
-  /// over a millisecond, the producer is chosen as its successor and blocks inside
-  /// writeNext, holding the lock, until the server's batch ends; the batch's next body
-  /// waits for the lock: deadlock.
-  @Test func aSuccessorHoldingALockThatAQueuedBodyTakesDeadlocks() async {
-    let result = await #expect(
-      processExitsWith: .success, observing: [\.standardErrorContent]
-    ) {
-      attackWatchdog(5, "successor holding a user lock")
-      let box = ThreadSafeSingleWriter(value: 0)
-      let userLock = NSLock()
-      let total = 3_000
-      let done = DispatchSemaphore(value: 0)
-      let held = Locked(box.writer)
-      Thread.detachNewThread {
-        for _ in 0..<total {
-          userLock.lock()
-          box.writeNext { proxy in
-            attackSpin(20_000)
-            userLock.lock()
-            userLock.unlock()
-            proxy.write += 1
-          }
-          userLock.unlock()
-          attackSpin(30_000)
-        }
-        done.signal()
-      }
-      usleep(2_000)
-      held.withLock { $0 = nil }  // this thread serves the queue
-      done.wait()
-      precondition(box.read == total, "lost writes: \(box.read)")
-    }
-    #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
-  }
-
   /// A queued body hands work to a worker thread and waits for it (as with
   /// `DispatchQueue.main.sync`); the worker queues a write on the same container. If the
   /// worker is chosen as successor, it blocks in writeNext until the batch ends, and the
   /// batch waits for the worker.
-  @Test func aQueuedBodyWaitingForAWorkerThatCallsWriteNextDeadlocks() async {
+  @Test func aQueuedBodyWaitingForAWorkerThatCallsWriteNextFinishes() async {
     let result = await #expect(
       processExitsWith: .success, observing: [\.standardErrorContent]
     ) {
@@ -239,11 +193,19 @@ func exitReport(_ result: ExitTest.Result?) -> String {
       attackWatchdog(5, "withWriter in a queued async body")
       let box = ThreadSafeSingleWriter(value: 0)
       let held = Locked(box.writer)
-      let task = Task { try await box.write { v in box.withWriter { $0 += 1 }; v += 1 } }
+      let task = Task {
+        await box.write { v in
+          box.withWriter { $0 += 1 }
+          v += 1
+        }
+      }
       while box.pendingCount < 1 { usleep(100) }
       held.withLock { $0 = nil }  // this thread runs the body
       let semaphore = DispatchSemaphore(value: 0)
-      Task { _ = try? await task.value; semaphore.signal() }
+      Task {
+        await task.value
+        semaphore.signal()
+      }
       semaphore.wait()
     }
     #expect(result?.exitStatus != .exitCode(3), "hung: \(exitReport(result))")
@@ -258,11 +220,14 @@ func exitReport(_ result: ExitTest.Result?) -> String {
       attackWatchdog(5, "read in a queued async body")
       let box = ThreadSafeSingleWriter(value: "a")
       let held = Locked(box.writer)
-      let task = Task { try await box.write { v in v += box.read } }
+      let task = Task { await box.write { v in v += box.read } }
       while box.pendingCount < 1 { usleep(100) }
       held.withLock { $0 = nil }
       let semaphore = DispatchSemaphore(value: 0)
-      Task { _ = try? await task.value; semaphore.signal() }
+      Task {
+        await task.value
+        semaphore.signal()
+      }
       semaphore.wait()
     }
     #expect(result?.exitStatus != .exitCode(3), "hung: \(exitReport(result))")
@@ -274,15 +239,15 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     let box = ThreadSafeSingleWriter(value: [Int]())
     let held = Locked(box.writer)
     let task = Task {
-      try await box.write { v in
+      await box.write { v in
         box.writeNext { $0.write.append(2) }
         v.append(1)
       }
     }
     while box.pendingCount < 1 { try await Task.sleep(for: .microseconds(100)) }
-    box.writeNext { $0.write.append(3) }  // hmm: queued before the nested one
+    box.writeNext { $0.write.append(3) }  // queued before the nested one
     held.withLock { $0 = nil }
-    try await task.value
+    await task.value
     #expect(box.read == [1, 3, 2])
     #expect(box.writer != nil)
   }
@@ -329,7 +294,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
       let tasks = (0..<8).map { i in
         Task { () -> Void in
           do {
-            try await box.write { v in
+            try await box.writeUnlessCancelled { v in
               v += 1
               ranFlags[i].add(1)
             }
@@ -395,33 +360,6 @@ func exitReport(_ result: ExitTest.Result?) -> String {
   }
 
   // MARK: Promise 3/4: checkout held across an await, withWriter on every pool thread
-
-  @Test func aCheckoutHeldAcrossAnAwaitWithWithWriterOnEveryPoolThread() async {
-    let result = await #expect(
-      processExitsWith: .success, observing: [\.standardErrorContent]
-    ) {
-      attackWatchdog(15, "checkout across await vs withWriter on the pool")
-      let box = ThreadSafeSingleWriter(value: 0)
-      let semaphore = DispatchSemaphore(value: 0)
-      Task {
-        let holder = Task {
-          let proxy = try await box.checkout()
-          try await Task.sleep(for: .milliseconds(20))
-          proxy.write += 1
-        }
-        try? await Task.sleep(for: .milliseconds(5))
-        let blocked = (0..<32).map { _ in Task { box.withWriter { $0 += 1 } } }
-        for task in blocked { await task.value }
-        _ = try? await holder.value
-        semaphore.signal()
-      }
-      semaphore.wait()
-      precondition(box.read == 33)
-    }
-    #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
-  }
-
-  // MARK: Promise 6: a proxy used by another thread while the lend resolves
 
   @Test func aLentProxyUsedByAnotherThreadWhileTheLendResolvesLosesNoWrite() async {
     let box = ThreadSafeSingleWriter(value: 0)
@@ -550,7 +488,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
           group.addTask {
             for index in 0..<1_000 {
               switch (index + task) % 3 {
-              case 0: try await box.write { $0 += 1 }
+              case 0: await box.write { $0 += 1 }
               case 1: box.withWriter { $0 += 1 }
               default:
                 box.writeNext { proxy in
@@ -588,11 +526,13 @@ func exitReport(_ result: ExitTest.Result?) -> String {
         group.addTask {
           for index in 0..<1_500 {
             switch (index + task) % 5 {
-            case 0: try await box.write { $0.bump() }
+            case 0: await box.write { $0.bump() }
             case 1: box.withWriter { $0.bump() }
             case 2: box.writeNext { $0.write.bump() }
             case 3:
-              if let writer = box.writer { writer.write.bump() } else {
+              if let writer = box.writer {
+                writer.write.bump()
+              } else {
                 box.writeNext { $0.write.bump() }
               }
             default:
@@ -639,7 +579,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
               for index in 0..<2_000 {
                 switch (index * 3 + task) % 9 {
                 case 0:
-                  try await box.write { $0.bump() }
+                  await box.write { $0.bump() }
                   expected.add(1)
                 case 1:
                   box.withWriter { $0.bump() }
@@ -652,7 +592,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
                   proxy.write.bump()
                   expected.add(1)
                 case 4:
-                  let t = Task { try await box.write { $0.bump() } }
+                  let t = Task { try await box.writeUnlessCancelled { $0.bump() } }
                   if index % 2 == 0 { t.cancel() }
                   if (try? await t.value) != nil { expected.add(1) }
                 case 5:
@@ -727,7 +667,7 @@ extension AttackTests {
   /// stops and clears `server`. M now serves with `server == 0`: a nested writeNext from
   /// one of its own writes, once M is late, chooses M as its own successor, and M waits
   /// for itself.
-  @Test func aStolenHandBackLetsTwoThreadsServeAndTheServerWaitForItself() async {
+  @Test func aHandBackIsNeverTakenByAThreadThatNoLongerServes() async {
     let result = await #expect(
       processExitsWith: .success, observing: [\.standardErrorContent]
     ) {
@@ -736,7 +676,8 @@ extension AttackTests {
       let serving = Locked<[String]>([])
       Thread.detachNewThread {
         Thread.sleep(forTimeInterval: 5)
-        attackErr("WATCHDOG: stolen hand-back hung; log: \(serving.withLock { $0 }) value \(box.read)\n")
+        attackErr(
+          "WATCHDOG: stolen hand-back hung; log: \(serving.withLock { $0 }) value \(box.read)\n")
         _exit(3)
       }
       var held = box.writer
@@ -755,12 +696,18 @@ extension AttackTests {
           holder.proxy = proxy
         }
         box.writeNext { proxy in  // E3: run by M after the steal
-          serving.withLock { $0.append("E3@\(sw_current_thread()) server=\(box.handOff.pointee.server)") }
+          serving.withLock {
+            $0.append("E3@\(sw_current_thread()) server=\(box.handOff.pointee.server)")
+          }
           usleep(100_000)
           serving.withLock { $0.append("E3 after sleep: server=\(box.handOff.pointee.server)") }
           proxy.write += 1
           box.writeNext { proxy in  // A
-            serving.withLock { $0.append("A@\(sw_current_thread()) server=\(box.handOff.pointee.server) successorWanted=\(box.handOff.pointee.successorWanted)") }
+            serving.withLock {
+              $0.append(
+                "A@\(sw_current_thread()) server=\(box.handOff.pointee.server) successorWanted=\(box.handOff.pointee.successorWanted)"
+              )
+            }
             proxy.write += 1
             box.writeNext { $0.write += 1 }  // B
           }
@@ -791,43 +738,6 @@ extension AttackTests {
 extension AttackTests {
   // MARK: Promise 4, control: the same stream does not starve withWriter or await write
 
-  @Test(arguments: [2, 4])
-  func underTheSameStreamWithWriterAndAwaitWriteAreServedPromptly(producers: Int) async throws {
-    let box = ThreadSafeSingleWriter(value: 0)
-    let stop = Counter()
-    let finished = DispatchSemaphore(value: 0)
-    for _ in 0..<producers {
-      Thread.detachNewThread {
-        while stop.load() == 0 {
-          box.writeNext { proxy in
-            attackSpin(2_000)
-            proxy.write += 1
-          }
-        }
-        finished.signal()
-      }
-    }
-    try await Task.sleep(for: .milliseconds(100))
-    var start = attackNow()
-    let withWriterLatency = await runOnThread(stackSize: 1 << 20) {
-      let start = attackNow()
-      box.withWriter { $0 += 1 }
-      return attackNow() - start
-    }
-    start = attackNow()
-    try await box.write { $0 += 1 }
-    let writeLatency = attackNow() - start
-    stop.store(1)
-    for _ in 0..<producers { finished.wait() }
-    print(
-      "under \(producers) producers: withWriter \(withWriterLatency / 1_000_000) ms, "
-        + "await write \(writeLatency / 1_000_000) ms")
-    #expect(withWriterLatency < 500_000_000)
-    #expect(writeLatency < 500_000_000)
-  }
-
-  // MARK: Promise 4: cancellation of a checkout that was woken
-
   @Test func aCheckoutCancelledAfterBeingWokenEitherHoldsTheWriterOrThrows() async throws {
     let box = ThreadSafeSingleWriter(value: 0)
     var gotIt = 0
@@ -851,7 +761,9 @@ extension AttackTests {
       while box.pendingCount < 1 {
         try await Task.sleep(for: .microseconds(50))
         polls += 1
-        if polls == 20_000 { attackErr("round \(round): checkout never queued, writer out: \(box.writer == nil)\n") }
+        if polls == 20_000 {
+          attackErr("round \(round): checkout never queued, writer out: \(box.writer == nil)\n")
+        }
       }
       // A newcomer takes the writer right after the release, sometimes, so the woken
       // task must queue again; cancel around then.
@@ -868,7 +780,11 @@ extension AttackTests {
       let taskDone = Counter()
       let watch = Thread {
         Thread.sleep(forTimeInterval: 3)
-        if taskDone.load() == 0 { attackErr("round \(round): checkout task still waiting after 3 s; pending \(box.pendingCount), word \(box.lock.word), value \(box.read), round \(round)\n") }
+        if taskDone.load() == 0 {
+          attackErr(
+            "round \(round): checkout task still waiting after 3 s; pending \(box.pendingCount), word \(box.lock.word), value \(box.read), round \(round)\n"
+          )
+        }
       }
       watch.start()
       if await task.value { gotIt += 1 } else { threw += 1 }
@@ -957,7 +873,8 @@ extension AttackTests {
           spins += 1
           precondition(spins < 10_000, "writer never came back")
         }
-        precondition(box.read == expected.load(), "round \(round): \(box.read) vs \(expected.load())")
+        precondition(
+          box.read == expected.load(), "round \(round): \(box.read) vs \(expected.load())")
       }
     }
     #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")

@@ -74,13 +74,19 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     _ body: sending (inout sending Value) throws(E) -> sending R, unlessCancelled: Bool
   ) async -> sending Result<R, E>? {
     let queued = QueuedWrite<Value, R, E>()
+    let waiter = TaskWaiter()
     // The body runs on the serving thread while this task is suspended, and this call
     // returns only after it ran or was skipped. A skipped (cancelled) entry stays queued
     // until the server reaches it, so the box lets go of the body before returning.
     let ran = await withoutActuallyEscaping(body) { body in
       queued.body = body
       defer { queued.body = nil }
-      return await waitForTurn(unlessCancelled: unlessCancelled) { .asyncWrite($0, queued.run) }
+      let ran = await waitForTurn(unlessCancelled: unlessCancelled, waiter: waiter) {
+        .asyncWrite($0, queued.run)
+      }
+      // Acquires what the server released after the body: its accesses come first.
+      if ran { _ = sw_load_acquire(waiter.state) }
+      return ran
     }
     return ran ? queued.takeResult() : nil
   }
@@ -102,9 +108,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// state decides which of the two happens.
   @usableFromInline
   func waitForTurn(
-    unlessCancelled: Bool, atFront: Bool = false, _ entry: (TaskWaiter) -> Pending
+    unlessCancelled: Bool, atFront: Bool = false, waiter: TaskWaiter = TaskWaiter(),
+    _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
-    let waiter = TaskWaiter()
     let me = currentTaskID()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
@@ -160,19 +166,29 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// writer.write.token = try await refreshToken()  // others queue meanwhile
   /// ```
   ///
-  /// When its turn comes the task is woken, not handed the writer: a task that is not
-  /// running yet never holds up threads that wait for the writer. It takes the writer as
-  /// soon as it runs, if free; if a running thread took it first, it waits again at the
-  /// front of the queue. Throws `CancellationError`, without checking out, if the task is
-  /// cancelled while waiting.
+  /// When its turn comes the task is woken, and the thread serving the queue waits about
+  /// a millisecond for it to run and claim the writer, which it then hands over, ahead of
+  /// the writes queued after it. A task that is not running by then waits again at the
+  /// front of the queue: a suspended task never holds up the threads that wait for the
+  /// writer for longer than that. Throws `CancellationError`, without checking out, if the
+  /// task is cancelled while waiting.
+  ///
+  /// Holding the proxy across an `await` keeps every other writer waiting, as intended;
+  /// while it is held, do not block every thread of the cooperative pool in `withWriter`
+  /// on this container (use `await write`), or the task holding it cannot resume.
   public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
-    var turns = 0
+    var atFront = false
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
     while !lock.tryCheckout(as: 0) {
-      guard await waitForTurn(unlessCancelled: true, atFront: turns > 0, { .checkout($0) })
+      let waiter = TaskWaiter()
+      guard
+        await waitForTurn(
+          unlessCancelled: true, atFront: atFront, waiter: waiter, { .checkout($0) })
       else { throw CancellationError() }
-      turns += 1
+      // Woken at its turn: the server waits a little for this claim, then hands it over.
+      if waiter.claim() { break }
+      atFront = true
     }
     sw_uptr_store(lock.checkoutTask, currentTaskID())
     return ThreadSafeWriterProxy(owning: self)

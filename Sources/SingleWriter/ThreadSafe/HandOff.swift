@@ -50,7 +50,7 @@ struct HandOff<Entry> {
   @inlinable init() {}
 
   /// The largest batch a server takes once it serves other threads past its time.
-  @inlinable static var lateBatch: Int { 64 }
+  @inlinable static var lateBatch: Int { 8 }
 
   /// What an enqueuer does after its append.
   @usableFromInline
@@ -115,6 +115,11 @@ struct HandOff<Entry> {
     owedThrough = arrived
   }
 
+  /// The successor withdrew before the hand-over: `thread` serves on, late as it was.
+  @inlinable mutating func serveOn(_ thread: UInt) {
+    server = thread
+  }
+
   /// What the server does when its batch is done.
   @usableFromInline
   enum Next {
@@ -170,8 +175,10 @@ struct HandOff<Entry> {
 
   /// After a queued write kept its proxy, and that write's closure is gone: `true` if the
   /// proxy's release handed the checkout back already, and the run goes on; otherwise
-  /// the server stops (see `stopServing`).
+  /// the server stops (see `stopServing`). If the proxy's release happened on another
+  /// thread, that thread serves now: this one stops and touches nothing of its run.
   @inlinable mutating func proxyKept(by thread: UInt) -> (goesOn: Bool, dismissed: Waiter?) {
+    guard server == thread else { return (false, nil) }
     if handedBack {
       handedBack = false
       return (true, nil)

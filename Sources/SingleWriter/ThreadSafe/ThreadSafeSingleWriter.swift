@@ -195,12 +195,15 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   }
 
   /// This thread was chosen to take over serving from a thread that has served others
-  /// for long enough: waits for that server's batch to end, then serves.
+  /// for long enough: waits for that server's batch to end, then serves. It waits about a
+  /// millisecond at most: a batch still running then may be waiting for this very thread
+  /// (a body that takes a lock this caller holds, or waits for it to queue), so it
+  /// withdraws and returns, and the server, which has not returned, serves on.
   @usableFromInline
   func takeOverServing(_ successor: Waiter) {
     // Dismissed: the server stopped for another reason, and whoever ends that checkout
     // serves.
-    guard successor.wait(warningIf: { false }) else { return }
+    guard successor.waitOrWithdraw(after: 1_000_000) == Waiter.checkout else { return }
     finishCheckout(self)
   }
 
@@ -235,7 +238,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     sw_uptr_store(lock.checkoutThread, 0)
     let me = sw_current_thread()
     switch lock.withHandOffLock({ handOff.pointee.checkoutEnded(on: me) }) {
-    case .handedBack: return
+    case .handedBack:
+      // Back inside this thread's own run, which still holds the checkout: a wait for it
+      // from here (a `deinit` that calls `withWriter`, say) must stop with a message.
+      sw_uptr_store(lock.checkoutThread, scoped(me))
     case .serve: serveQueue(me)
     }
   }
@@ -249,7 +255,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // This thread runs every write queued before it began, and every write those queue
     // in turn, as documented. Writes that other threads keep adding are its job for about
     // a millisecond; past that, the next thread to queue one takes over (see `HandOff`).
-    let deadline = sw_monotonic_ns() &+ 1_000_000
+    var deadline = sw_monotonic_ns() &+ 1_000_000
     var batches = 0
     while true {
       if lock.word.isObserved {
@@ -273,8 +279,13 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
           if wake { lock.unpark() }
           return
         case .handOver(let successor):
-          successor.grant()
-          return
+          if successor.grant() { return }
+          // It withdrew: it waited long enough, perhaps for a body of this run that waits
+          // for it. Serve on, and ask again only after another millisecond.
+          lock.withHandOffLock { handOff.pointee.serveOn(me) }
+          deadline = sw_monotonic_ns() &+ 1_000_000
+          batches = 0
+          continue
         }
       }
       switch runNext(me) {
@@ -316,15 +327,25 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       lock.acquireWriting()
       job(self)
       lock.endWriting()
+      // Released here, acquired by the task: orders the body's accesses before the task's.
+      sw_store_release(waiter.state, TaskWaiter.done)
       waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
       return .ran
     case .checkout(let waiter):
-      // Woken, not handed the writer: a task that is not running yet must never hold up
-      // the threads that wait for the writer. It takes the writer when it runs, if free.
-      if waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) {
-        waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
+      // Woken, not handed the writer while it sleeps: a task that is not running must not
+      // hold up the threads that wait for the writer. This thread waits about a
+      // millisecond for it to run and claim the writer, which it then hands over; after
+      // that the task competes for the writer, at the front of the queue.
+      guard waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) else {
+        return .ran
       }
-      return .ran
+      waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
+      guard waiter.awaitClaim(upTo: 1_000_000) else { return .ran }
+      let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
+      dismissed?.grant(checkout: false)
+      sw_uptr_store(lock.checkoutThread, 0)
+      waiter.handOver()
+      return .handedOff
     case .waiter(let waiter):
       // `queued` stays set while entries remain, so that the waiter's end serves them.
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }

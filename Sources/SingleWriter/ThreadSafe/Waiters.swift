@@ -10,12 +10,18 @@ final class TaskWaiter: @unchecked Sendable {
   /// Resumed with `true` when the queue reaches the task, `false` if it was cancelled.
   @usableFromInline var continuation: CheckedContinuation<Bool, Never>?
 
-  /// Not queued yet, queued with its continuation, reached by the queue (its write ran, or
-  /// it was woken to take the writer), or cancelled.
+  /// Not queued yet, queued with its continuation, reached by the queue (its write is
+  /// running, or it was woken to take the writer), or cancelled. A woken `checkout()` then
+  /// claims the writer, or finds its offer expired; a claimed one is handed the checkout.
+  /// An async write's server marks it done once the write is whole.
   @usableFromInline static var new: UInt32 { 0 }
   @usableFromInline static var waiting: UInt32 { 1 }
   @usableFromInline static var granted: UInt32 { 2 }
   @usableFromInline static var cancelled: UInt32 { 3 }
+  @usableFromInline static var claimed: UInt32 { 4 }
+  @usableFromInline static var expired: UInt32 { 5 }
+  @usableFromInline static var handed: UInt32 { 6 }
+  @usableFromInline static var done: UInt32 { 7 }
 
   @usableFromInline init() {
     state = .allocate(capacity: 1)
@@ -28,6 +34,36 @@ final class TaskWaiter: @unchecked Sendable {
   @usableFromInline func transition(from: UInt32, to: UInt32) -> Bool {
     var expected = from
     return sw_cas(state, &expected, to)
+  }
+
+  /// The server, having woken a `checkout()`: waits up to `nanoseconds` for the task to run
+  /// and claim the writer. `true` if it did; `false` if the offer expired first, and the
+  /// task will compete for the writer later.
+  @usableFromInline func awaitClaim(upTo nanoseconds: Int64) -> Bool {
+    let deadline = sw_monotonic_ns() &+ UInt64(nanoseconds)
+    while true {
+      if sw_load_acquire(state) == TaskWaiter.claimed { return true }
+      let now = sw_monotonic_ns()
+      if now >= deadline {
+        return !transition(from: TaskWaiter.granted, to: TaskWaiter.expired)
+      }
+      _ = sw_wait_for(state, TaskWaiter.granted, Int64(deadline &- now))
+    }
+  }
+
+  /// The woken task: claims the writer, and blocks the few instructions it takes the
+  /// server, which is waiting for this, to hand it over. `false` if the offer expired.
+  @usableFromInline func claim() -> Bool {
+    guard transition(from: TaskWaiter.granted, to: TaskWaiter.claimed) else { return false }
+    sw_wake_all(state)
+    while sw_load_acquire(state) != TaskWaiter.handed { sw_wait(state, TaskWaiter.claimed) }
+    return true
+  }
+
+  /// The server hands the checkout to a task that claimed it.
+  @usableFromInline func handOver() {
+    sw_store_release(state, TaskWaiter.handed)
+    sw_wake_all(state)
   }
 }
 
@@ -71,12 +107,35 @@ final class Waiter: @unchecked Sendable {
 
   @usableFromInline static var checkout: UInt32 { 1 }
   @usableFromInline static var dismissed: UInt32 { 2 }
+  @usableFromInline static var withdrawn: UInt32 { 3 }
+
+  /// A successor's wait: at most `nanoseconds`, then it withdraws, unless the server's
+  /// offer came first. Returns what happened: `checkout`, `dismissed` or `withdrawn`.
+  @usableFromInline func waitOrWithdraw(after nanoseconds: Int64) -> UInt32 {
+    let deadline = sw_monotonic_ns() &+ UInt64(nanoseconds)
+    while true {
+      let outcome = sw_load_acquire(flag)
+      if outcome != 0 { return outcome }
+      let now = sw_monotonic_ns()
+      if now >= deadline {
+        var expected: UInt32 = 0
+        return sw_cas(flag, &expected, Waiter.withdrawn) ? Waiter.withdrawn : expected
+      }
+      _ = sw_wait_for(flag, 0, Int64(deadline &- now))
+    }
+  }
 
   /// Hands the checkout over, or (`checkout: false`) says it is not coming: someone else
-  /// will serve. The caller keeps the waiter alive until this returns.
-  @usableFromInline func grant(checkout: Bool = true) {
-    sw_store_release(flag, checkout ? Waiter.checkout : Waiter.dismissed)
+  /// will serve. `false` if the waiter withdrew first (only a successor does). The caller
+  /// keeps the waiter alive until this returns.
+  @usableFromInline @discardableResult
+  func grant(checkout: Bool = true) -> Bool {
+    var expected: UInt32 = 0
+    guard sw_cas(flag, &expected, checkout ? Waiter.checkout : Waiter.dismissed) else {
+      return false
+    }
     sw_wake_all(flag)
+    return true
   }
 }
 
