@@ -83,7 +83,7 @@ func recordRead(
 
 /// One sample on threads: one writer and `readers` readers released from a spin barrier.
 func runThreads<S: Shared>(
-  _: S.Type, readers: Int, milliseconds: Double, writes: Int, work: Work
+  _: S.Type, readers: Int, milliseconds: Double, writes: Int, work: Work, readWork: Work
 ) -> Sample {
   let shared = S()
   let sequence = TransactionSequence()
@@ -133,6 +133,11 @@ func runThreads<S: Shared>(
           value, before: before, after: after, previous: &previous, histogram: histogram,
           inside: &inside, total: &total)
         count += 1
+        // Work between reads is not part of a read's latency.
+        if readWork.iterations > 0 {
+          readWork.run()
+          previous = now()
+        }
       }
       slots.ends[index] = now()
       slots.counts[index] = count
@@ -148,7 +153,9 @@ func runThreads<S: Shared>(
 
 /// The same sample with the actor: the writer and the readers are tasks on the global
 /// executor, since every access awaits.
-func runActor(readers: Int, milliseconds: Double, writes: Int, work: Work) -> Sample {
+func runActor(
+  readers: Int, milliseconds: Double, writes: Int, work: Work, readWork: Work
+) -> Sample {
   let shared = ActorShared()
   let sequence = TransactionSequence()
   let stop = StopFlag()
@@ -190,6 +197,11 @@ func runActor(readers: Int, milliseconds: Double, writes: Int, work: Work) -> Sa
           value, before: before, after: after, previous: &previous, histogram: histogram,
           inside: &inside, total: &total)
         count += 1
+        // Work between reads is not part of a read's latency.
+        if readWork.iterations > 0 {
+          readWork.run()
+          previous = now()
+        }
       }
       slots.ends[index] = now()
       slots.counts[index] = count
@@ -217,26 +229,23 @@ final class Final: @unchecked Sendable {
 }
 
 func runSample(
-  _ variant: Variant, readers: Int, milliseconds: Double, writes: Int, work: Work
+  _ variant: Variant, readers: Int, milliseconds: Double, writes: Int, work: Work,
+  readWork: Work
 ) -> Sample {
+  func threads<S: Shared>(_ type: S.Type) -> Sample {
+    runThreads(
+      type, readers: readers, milliseconds: milliseconds, writes: writes, work: work,
+      readWork: readWork)
+  }
   switch variant {
-  case .mutex:
-    runThreads(
-      MutexShared.self, readers: readers, milliseconds: milliseconds, writes: writes, work: work)
-  case .nslock:
-    runThreads(
-      NSLockShared.self, readers: readers, milliseconds: milliseconds, writes: writes, work: work)
-  case .rwlock:
-    runThreads(
-      RWLockShared.self, readers: readers, milliseconds: milliseconds, writes: writes, work: work)
-  case .article:
-    runThreads(
-      ArticleShared.self, readers: readers, milliseconds: milliseconds, writes: writes, work: work)
-  case .singleWriter:
-    runThreads(
-      SingleWriterShared.self, readers: readers, milliseconds: milliseconds, writes: writes,
-      work: work)
+  case .mutex: return threads(MutexShared.self)
+  case .nslock: return threads(NSLockShared.self)
+  case .rwlock: return threads(RWLockShared.self)
+  case .article: return threads(ArticleShared.self)
+  case .singleWriter: return threads(SingleWriterShared.self)
   case .actor:
-    runActor(readers: readers, milliseconds: milliseconds, writes: writes, work: work)
+    return runActor(
+      readers: readers, milliseconds: milliseconds, writes: writes, work: work, readWork: readWork
+    )
   }
 }

@@ -14,8 +14,15 @@ struct Measured {
   var attempts = 0
   var broken = 0
   var lost = 0
-  var latencies = Histogram()
-  var writerWaits = Histogram()
+
+  /// The median over the valid samples of each sample's read latency at `q` (max for 1).
+  func read(_ q: Double) -> Double {
+    median(valid.map { Double($0.latencies.quantile(q)) }) ?? 0
+  }
+  /// The same for the writer's wait for exclusive access.
+  func writerWait(_ q: Double) -> Double {
+    median(valid.map { Double($0.writerWaits.quantile(q)) }) ?? 0
+  }
 
   var transactionsPerSecond: Double? { median(valid.map(\.transactionsPerSecond)) }
   var readsPerSecond: Double? { median(valid.map(\.readsPerSecond)) }
@@ -25,7 +32,20 @@ struct Measured {
 
 struct RowKey: Hashable {
   let variant: Variant
+  let setting: Setting
+}
+
+/// How many readers, and how much work each does between reads.
+struct Setting: Hashable {
   let readers: Int
+  let gapNs: Double
+
+  var title: String {
+    "\(readers) reader\(readers == 1 ? "" : "s"), "
+      + (gapNs == 0
+        ? "reading as fast as \(readers == 1 ? "it" : "they") can"
+        : String(format: "%.1f µs of work between reads", gapNs / 1e3))
+  }
 }
 
 func runTransactions(_ options: Options) -> CaseResult {
@@ -40,7 +60,15 @@ func runTransactions(_ options: Options) -> CaseResult {
     for _ in 0..<options.writes { work.run() }
     alone.append(Double(now() - start))
   }
-  let rows = options.readers.flatMap { n in Variant.allCases.map { RowKey(variant: $0, readers: n) }
+  let settings = options.readGapsNs.flatMap { gap in
+    options.readers.map { Setting(readers: $0, gapNs: gap) }
+  }
+  let readWork = Dictionary(
+    uniqueKeysWithValues: options.readGapsNs.map { gap in
+      (gap, gap == 0 ? Work(iterations: 0) : Work.calibrated(nanoseconds: gap))
+    })
+  let rows = settings.flatMap { setting in
+    Variant.allCases.map { RowKey(variant: $0, setting: setting) }
   }
   var results = Dictionary(uniqueKeysWithValues: rows.map { ($0, Measured()) })
   let maxAttempts = 3
@@ -53,12 +81,12 @@ func runTransactions(_ options: Options) -> CaseResult {
       var measured = results[key]!
       for _ in 0..<maxAttempts {
         let sample = runSample(
-          key.variant, readers: key.readers, milliseconds: options.sampleMs,
-          writes: options.writes, work: work)
+          key.variant, readers: key.setting.readers, milliseconds: options.sampleMs,
+          writes: options.writes, work: work, readWork: readWork[key.setting.gapNs]!)
         measured.attempts += 1
         if debugSamples {
           print(
-            key.variant.rawValue, key.readers,
+            key.variant.rawValue, key.setting.title,
             String(
               format: "%.0f tx/s %.0f reads/s p99 %.0f ns", sample.transactionsPerSecond,
               sample.readsPerSecond, Double(sample.latencies.quantile(0.99))))
@@ -68,8 +96,6 @@ func runTransactions(_ options: Options) -> CaseResult {
         // Valid when the writer and the readers ran at once for most of the sample.
         if sample.overlap >= 0.5 && sample.transactions > 0 {
           measured.valid.append(sample)
-          measured.latencies.merge(sample.latencies)
-          measured.writerWaits.merge(sample.writerWaits)
           break
         }
       }
@@ -87,24 +113,26 @@ func runTransactions(_ options: Options) -> CaseResult {
       + "\(work.iterations) iterations; one transaction's work alone: "
       + formatDuration(median(alone)!) + ", median of 20); each sample runs "
       + String(format: "%.0f ms", options.sampleMs)
-      + ". Throughputs are medians over the rounds; latencies come from every read of the valid "
-      + "samples (the time between two reads completing, 6.25% buckets rounded up; max exact).\n")
+      + ". Every figure is the median over the rounds of that sample's figure; a read's "
+      + "latency is the time between two reads completing (less any work between reads), in "
+      + "6.25% buckets rounded up, max exact; the writer's wait runs from asking for a "
+      + "transaction to having exclusive access.\n")
 
   var goalsPass = true
   var jsonRows: [[String: Any]] = []
   var goalLines: [(String, String, Bool)] = []
-  for readers in options.readers {
-    let reference = results[RowKey(variant: .mutex, readers: readers)]!
+  for setting in settings {
+    let reference = results[RowKey(variant: .mutex, setting: setting)]!
     let referenceTx = reference.transactionsPerSecond
     let referenceReads = reference.readsPerSecond
-    let referenceP99 = Double(reference.latencies.quantile(0.99))
-    let referenceP50 = Double(reference.latencies.quantile(0.5))
-    let referenceMax = Double(reference.latencies.max)
+    let referenceP99 = reference.read(0.99)
+    let referenceP50 = reference.read(0.5)
+    let referenceMax = reference.read(1)
     func ratio(_ value: Double?, _ base: Double?) -> Double? {
       guard let value, let base, base > 0 else { return nil }
       return value / base
     }
-    print("### \(readers) reader\(readers == 1 ? "" : "s")\n")
+    print("### \(setting.title)\n")
     printTable(
       [
         "Variant", "transactions/s", "reads/s", "read p50", "read p99", "read max",
@@ -114,12 +142,13 @@ func runTransactions(_ options: Options) -> CaseResult {
       ],
       ["---"] + Array(repeating: "---:", count: 15),
       Variant.allCases.map { variant in
-        let measured = results[RowKey(variant: variant, readers: readers)]!
-        let p50 = Double(measured.latencies.quantile(0.5))
-        let p99 = Double(measured.latencies.quantile(0.99))
-        let maximum = Double(measured.latencies.max)
+        let measured = results[RowKey(variant: variant, setting: setting)]!
+        let p50 = measured.read(0.5)
+        let p99 = measured.read(0.99)
+        let maximum = measured.read(1)
         let row: [String: Any] = [
-          "variant": variant.rawValue, "label": variant.label, "readers": readers,
+          "variant": variant.rawValue, "label": variant.label, "readers": setting.readers,
+          "readGapNs": setting.gapNs,
           "transactionsPerSecond": measured.transactionsPerSecond ?? 0,
           "readsPerSecond": measured.readsPerSecond ?? 0,
           "p50Ns": p50, "p99Ns": p99, "maxNs": maximum,
@@ -129,8 +158,8 @@ func runTransactions(_ options: Options) -> CaseResult {
           "p99Ratio": ratio(p99, referenceP99) ?? 0,
           "maxRatio": ratio(maximum, referenceMax) ?? 0,
           "insideFraction": measured.insideFraction ?? 0,
-          "writerWaitP99Ns": Double(measured.writerWaits.quantile(0.99)),
-          "writerWaitMaxNs": Double(measured.writerWaits.max),
+          "writerWaitP99Ns": measured.writerWait(0.99),
+          "writerWaitMaxNs": measured.writerWait(1),
           "valid": measured.valid.count, "attempts": measured.attempts,
           "broken": measured.broken, "lost": measured.lost,
         ]
@@ -142,8 +171,7 @@ func runTransactions(_ options: Options) -> CaseResult {
           formatRatio(ratio(p50, referenceP50)), formatRatio(ratio(p99, referenceP99)),
           formatRatio(ratio(maximum, referenceMax)),
           formatDuration(p50), formatDuration(p99), formatDuration(maximum),
-          formatDuration(Double(measured.writerWaits.quantile(0.99))),
-          formatDuration(Double(measured.writerWaits.max)),
+          formatDuration(measured.writerWait(0.99)), formatDuration(measured.writerWait(1)),
           measured.insideFraction.map { String(format: "%.1f%%", $0 * 100) } ?? "",
           measured.overlap.map { String(format: "%.2f", $0) } ?? "",
           "\(measured.valid.count)/\(measured.attempts)",
@@ -157,9 +185,9 @@ func runTransactions(_ options: Options) -> CaseResult {
         + String(format: "%.0f transactions/s, %.0f reads/s", referenceTx ?? 0, referenceReads ?? 0)
         + ".\n")
 
-    let singleWriter = results[RowKey(variant: .singleWriter, readers: readers)]!
+    let singleWriter = results[RowKey(variant: .singleWriter, setting: setting)]!
     let reads = ratio(singleWriter.readsPerSecond, referenceReads)
-    let p99 = ratio(Double(singleWriter.latencies.quantile(0.99)), referenceP99)
+    let p99 = ratio(singleWriter.read(0.99), referenceP99)
     let transactions = ratio(singleWriter.transactionsPerSecond, referenceTx)
     let inside = singleWriter.insideFraction ?? 0
     let goals: [(String, Double?, (Double) -> Bool)] = [
@@ -167,15 +195,21 @@ func runTransactions(_ options: Options) -> CaseResult {
       ("read p99 ≤ 0.01x Mutex", p99, { $0 <= 0.01 }),
       ("transactions/s within 0.8–1.25x Mutex", transactions, { (0.8...1.25).contains($0) }),
       ("reads ran during open transactions (≥ 50% of reads)", inside, { $0 >= 0.5 }),
+      // Not in the issue: where a lock's cost goes when its readers are not the ones kept
+      // waiting (on a loaded machine, the writer sleeps in the kernel while they read).
+      (
+        "writer's wait p99 ≤ 0.01x Mutex (added; informative)",
+        ratio(singleWriter.writerWait(0.99), reference.writerWait(0.99)), { $0 <= 0.01 }
+      ),
     ]
     for (label, value, test) in goals {
       let pass = value.map(test) ?? false
-      goalsPass = goalsPass && pass
+      if !label.contains("informative") { goalsPass = goalsPass && pass }
       let shown =
         label.hasPrefix("reads ran") ? String(format: "%.1f%%", inside * 100) : formatRatio(value)
       goalLines.append(
         (
-          "ThreadSafeSingleWriter, \(readers) reader\(readers == 1 ? "" : "s"): \(label)", shown,
+          "ThreadSafeSingleWriter, \(setting.title): \(label)", shown,
           pass
         ))
     }

@@ -1,11 +1,11 @@
 // Long transactions while others read: the job ThreadSafeSingleWriter is built for.
 //
 //   swift run -c release --package-path Benchmarks Transactions [--rounds 5] [--readers 1,2]
-//     [--sample-ms 300] [--json FILE] [--strict]
+//     [--read-gap-ns 0,1000] [--sample-ms 300] [--json FILE] [--strict]
 //
 // A writer thread runs transactions of 100 increments with about 5 µs of work between
 // them, and stays the only writer throughout each one; 1 or 2 reader threads read the
-// field as fast as they can. Every variant runs in every round, in a rotated order, and
+// field as fast as they can, or with some work between reads. Every variant runs in every round, in a rotated order, and
 // every figure is a ratio to `Mutex` (held for the transaction) from the same run. See
 // Benchmarks/README.md, Transactions.
 
@@ -14,6 +14,9 @@ import Foundation
 struct Options {
   var rounds = 5
   var readers = [1, 2]
+  /// Work each reader does between two reads, in ns: none (as fast as it can), or about
+  /// what a request handler does around its read.
+  var readGapsNs = [0.0, 1_000.0]
   var sampleMs = 300.0
   var writes = 100
   var workNs = 5_000.0
@@ -33,6 +36,8 @@ func parseOptions() -> Options {
     switch argument {
     case "--rounds": options.rounds = Int(value(argument)) ?? 0
     case "--readers": options.readers = value(argument).split(separator: ",").compactMap { Int($0) }
+    case "--read-gap-ns":
+      options.readGapsNs = value(argument).split(separator: ",").compactMap { Double($0) }
     case "--sample-ms": options.sampleMs = Double(value(argument)) ?? 0
     case "--writes": options.writes = Int(value(argument)) ?? 0
     case "--work-ns": options.workNs = Double(value(argument)) ?? -1
@@ -44,6 +49,7 @@ func parseOptions() -> Options {
     }
   }
   guard options.rounds >= 1, !options.readers.isEmpty, options.readers.allSatisfy({ $0 >= 1 }),
+    !options.readGapsNs.isEmpty, options.readGapsNs.allSatisfy({ $0 >= 0 }),
     options.sampleMs > 0, options.writes >= 1, options.workNs >= 0,
     options.cases.isSubset(of: ["transactions", "refresh"])
   else { usage("bad value") }
@@ -54,7 +60,8 @@ func usage(_ problem: String?) -> Never {
   if let problem { FileHandle.standardError.write(Data("Transactions: \(problem)\n".utf8)) }
   print(
     """
-    usage: Transactions [--rounds 5] [--readers 1,2] [--sample-ms 300] [--writes 100]
+    usage: Transactions [--rounds 5] [--readers 1,2] [--read-gap-ns 0,1000]
+                        [--sample-ms 300] [--writes 100]
                         [--work-ns 5000] [--json FILE] [--only transactions|refresh]
                         [--strict (exit 1 unless every goal passes)]
     """)
