@@ -26,8 +26,8 @@ for tool in wrk curl; do
 done
 
 build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product Server)
-"${build[@]}" >/dev/null
-server="$("${build[@]}" --show-bin-path)/Server"
+"${build[@]}" >/dev/null 2>&1 || { "${build[@]}" >&2; exit 2; }
+server="$("${build[@]}" --show-bin-path 2>/dev/null)/Server"
 
 results="$(mktemp -d)"
 pid=""
