@@ -61,6 +61,7 @@ for round in $(seq 1 "$rounds"); do
     # One wrk thread: the server's two event loops and its background tasks need the cores.
     timeout $((duration + 10)) wrk -t1 -c"$connections" -d"${duration}s" --latency \
       "http://127.0.0.1:$port/item/7" >"$results/wrk.txt"
+    stats=$(curl -sf "http://127.0.0.1:$port/stats" || echo "lookups 0 p99 0 p99.9 0 max 0 slow 0")
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     pid=""
@@ -68,8 +69,13 @@ for round in $(seq 1 "$rounds"); do
     p50=$(to_us "$(awk '$1 == "50%" {print $2}' "$results/wrk.txt")")
     p99=$(to_us "$(awk '$1 == "99%" {print $2}' "$results/wrk.txt")")
     errors=$(awk '/Non-2xx|Socket errors/ {print}' "$results/wrk.txt" | tr '\n' ' ')
-    echo "$store $rps $p50 $p99" >>"$results/samples"
-    echo "round $round: $store ${rps} req/s, p50 ${p50} µs, p99 ${p99} µs ${errors}"
+    # The server's own figure: how long requests waited for the shared state, in ns.
+    lookup_p999=$(awk '{print $6}' <<<"$stats")
+    lookup_max=$(awk '{print $8}' <<<"$stats")
+    # Lookups over 100 µs per second of load.
+    slow=$(awk -v d="$duration" '{print $10 / d}' <<<"$stats")
+    echo "$store $rps $p50 $p99 $lookup_p999 $lookup_max $slow" >>"$results/samples"
+    echo "round $round: $store ${rps} req/s, p50 ${p50} µs, p99 ${p99} µs; state lookup p99.9 ${lookup_p999} ns, max ${lookup_max} ns, ${slow} over 100 µs per s ${errors}"
   done
 done
 echo "Load after: $(uptime)"
@@ -80,22 +86,29 @@ import statistics, sys
 samples, rounds, duration, connections = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = {}
 for line in open(samples):
-    store, rps, p50, p99 = line.split()
-    rows.setdefault(store, []).append((float(rps), float(p50), float(p99)))
+    rows.setdefault(line.split()[0], []).append(tuple(float(v) for v in line.split()[1:]))
 median = lambda values: statistics.median(values)
 names = {"mutex": "`Mutex`", "nio": "`NIOLockedValueBox`", "actor": "actor",
          "singlewriter": "`ThreadSafeSingleWriter`"}
-ref = rows["mutex"]
-ref_rps, ref_p50, ref_p99 = (median([s[i] for s in ref]) for i in range(3))
+def figures(store):
+    return [median([s[i] for s in rows[store]]) for i in range(6)]
+def duration(ns):
+    return f"{ns:.0f} ns" if ns < 1e3 else f"{ns / 1e3:.1f} µs" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
+ref = figures("mutex")
 print()
 print(f"{rounds} rounds of {duration} s per store, interleaved; wrk -t1 -c{connections}; medians.")
 print()
-print("| Store | req/s | p50 | p99 | req/s | p50 | p99 |")
+print("| Store | req/s | p50 | p99 | state lookup p99.9 | state lookup max | lookups over 100 µs, per s |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for store in ["mutex", "nio", "actor", "singlewriter"]:
     if store not in rows:
         continue
-    rps, p50, p99 = (median([s[i] for s in rows[store]]) for i in range(3))
-    print(f"| {names[store]} | {rps / ref_rps:.2f}x | {p50 / ref_p50:.2f}x | {p99 / ref_p99:.2f}x "
-          f"| {rps:,.0f} | {p50:,.0f} µs | {p99:,.0f} µs |")
+    rps, p50, p99, lookup_p999, lookup_max, slow = figures(store)
+    ratio = lambda value, base: f"{value / base:.3g}x" if base else ""
+    print(f"| {names[store]} | {ratio(rps, ref[0])} ({rps:,.0f}) | {ratio(p50, ref[1])} ({p50:,.0f} µs) "
+          f"| {ratio(p99, ref[2])} ({p99 / 1000:,.1f} ms) | {ratio(lookup_p999, ref[3])} ({duration(lookup_p999)}) "
+          f"| {ratio(lookup_max, ref[4])} ({duration(lookup_max)}) | {slow:,.1f} |")
+print()
+print("req/s, p50 and p99 from wrk; state lookup: the time each request spent getting the "
+      "shared state, measured in the server (GET /stats); the count is the server's too.")
 EOF
