@@ -92,7 +92,7 @@ names = {"mutex": "`Mutex`", "nio": "`NIOLockedValueBox`", "actor": "actor",
          "singlewriter": "`ThreadSafeSingleWriter`"}
 def figures(store):
     return [median([s[i] for s in rows[store]]) for i in range(6)]
-def duration(ns):
+def time_text(ns):
     return f"{ns:.0f} ns" if ns < 1e3 else f"{ns / 1e3:.1f} µs" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
 ref = figures("mutex")
 print()
@@ -106,8 +106,8 @@ for store in ["mutex", "nio", "actor", "singlewriter"]:
     rps, p50, p99, lookup_p999, lookup_max, slow = figures(store)
     ratio = lambda value, base: f"{value / base:.3g}x" if base else ""
     print(f"| {names[store]} | {ratio(rps, ref[0])} ({rps:,.0f}) | {ratio(p50, ref[1])} ({p50:,.0f} µs) "
-          f"| {ratio(p99, ref[2])} ({p99 / 1000:,.1f} ms) | {ratio(lookup_p999, ref[3])} ({duration(lookup_p999)}) "
-          f"| {ratio(lookup_max, ref[4])} ({duration(lookup_max)}) | {slow:,.1f} |")
+          f"| {ratio(p99, ref[2])} ({p99 / 1000:,.1f} ms) | {ratio(lookup_p999, ref[3])} ({time_text(lookup_p999)}) "
+          f"| {ratio(lookup_max, ref[4])} ({time_text(lookup_max)}) | {slow:,.1f} |")
 print()
 print("req/s, p50 and p99 from wrk; state lookup: the time each request spent getting the "
       "shared state, measured in the server (GET /stats); the count is the server's too.")
