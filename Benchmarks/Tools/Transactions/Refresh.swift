@@ -248,7 +248,7 @@ func runRefresh(_ options: Options) -> CaseResult {
     RefreshVariant.allCases.map { RefreshRow(variant: $0, write: write) }
   }
   var samples = Dictionary(uniqueKeysWithValues: rows.map { ($0, [RefreshSample]()) })
-  var latencies = Dictionary(uniqueKeysWithValues: rows.map { ($0, Histogram()) })
+  let latencies = Dictionary(uniqueKeysWithValues: rows.map { ($0, Histogram()) })
   for round in 0..<options.rounds {
     let shift = round % rows.count
     for row in rows[shift...] + rows[..<shift] {
