@@ -34,7 +34,10 @@ SHORT = {
 def setting_label(row):
     gap = row.get("readGapNs", 0)
     reader = f"{row['readers']} reader{'s' if row['readers'] != 1 else ''}"
-    return f"{reader}, as fast as it can" if gap == 0 else f"{reader}, {gap / 1000:g} µs between reads"
+    label = f"{reader}, as fast as it can" if gap == 0 else f"{reader}, {gap / 1000:g} µs between reads"
+    if "pinned" in row:
+        label += ", writer on a core of its own" if row["pinned"] else ", threads not pinned"
+    return label
 
 
 def main():
@@ -50,7 +53,7 @@ def main():
     # The writer's wait has no ratio in the JSON: derive it against Mutex's.
     for row in rows:
         mutex = next(
-            r for r in rows if r["variant"] == "Mutex" and r.get("readGapNs") == row.get("readGapNs"))
+            r for r in rows if r["variant"] == "Mutex" and setting_label(r) == setting_label(row))
         base = mutex.get("writerWaitP99Ns", 0)
         row["writerWaitP99Ratio"] = row.get("writerWaitP99Ns", 0) / base if base else 0
     variants = list(dict.fromkeys(r["variant"] for r in rows))

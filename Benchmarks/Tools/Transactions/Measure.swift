@@ -171,7 +171,8 @@ func formatRatio(_ value: Double?) -> String {
   if value >= 100 { return String(format: "%.0fx", value) }
   if value >= 10 { return String(format: "%.1fx", value) }
   if value >= 0.1 { return String(format: "%.2fx", value) }
-  return String(format: "%.4fx", value)
+  if value >= 0.0001 { return String(format: "%.4fx", value) }
+  return String(format: "%.1ex", value)
 }
 
 /// Prints a markdown table.
@@ -186,4 +187,26 @@ func loadAverage() -> String {
   var loads = [Double](repeating: 0, count: 3)
   guard getloadavg(&loads, 3) == 3 else { return "?" }
   return loads.map { String(format: "%.2f", $0) }.joined(separator: " ")
+}
+
+/// Pins the calling thread to `cpu` (Linux only; elsewhere a no-op).
+func pinCurrentThread(to cpu: Int) {
+  #if os(Linux)
+    var mask = [UInt64](repeating: 0, count: 16)  // cpu_set_t: 1,024 bits
+    mask[cpu / 64] = 1 << UInt64(cpu % 64)
+    _ = mask.withUnsafeBytes { linuxSchedSetAffinity(0, $0.count, $0.baseAddress!) }
+  #endif
+}
+
+#if os(Linux)
+  // Glibc declares it only under _GNU_SOURCE, which Swift's Glibc module does not set.
+  @_silgen_name("sched_setaffinity")
+  func linuxSchedSetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeRawPointer) -> Int32
+#endif
+
+/// The core for thread `index` of a pinned sample: the writer (0) alone on core 0, the
+/// readers on the others, as on a machine with a core free for each.
+func core(forThread index: Int) -> Int {
+  let cores = ProcessInfo.processInfo.activeProcessorCount
+  return index == 0 || cores < 2 ? 0 : 1 + (index - 1) % (cores - 1)
 }

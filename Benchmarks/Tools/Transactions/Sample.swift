@@ -83,7 +83,8 @@ func recordRead(
 
 /// One sample on threads: one writer and `readers` readers released from a spin barrier.
 func runThreads<S: Shared>(
-  _: S.Type, readers: Int, milliseconds: Double, writes: Int, work: Work, readWork: Work
+  _: S.Type, readers: Int, milliseconds: Double, writes: Int, work: Work, readWork: Work,
+  pinned: Bool
 ) -> Sample {
   let shared = S()
   let sequence = TransactionSequence()
@@ -102,6 +103,7 @@ func runThreads<S: Shared>(
     thread.start()
   }
   spawn {
+    if pinned { pinCurrentThread(to: core(forThread: 0)) }
     slots.starts[0] = now()
     var count = 0
     var broken = 0
@@ -119,6 +121,7 @@ func runThreads<S: Shared>(
   }
   for index in 1...readers {
     spawn {
+      if pinned { pinCurrentThread(to: core(forThread: index)) }
       let histogram = slots.histograms[index]
       var previous = now()
       slots.starts[index] = previous
@@ -228,14 +231,16 @@ final class Final: @unchecked Sendable {
   var value = 0
 }
 
+/// With `pinned`, the threads are pinned to cores; the actor's tasks cannot be, and run
+/// on the global executor's threads either way.
 func runSample(
   _ variant: Variant, readers: Int, milliseconds: Double, writes: Int, work: Work,
-  readWork: Work
+  readWork: Work, pinned: Bool
 ) -> Sample {
   func threads<S: Shared>(_ type: S.Type) -> Sample {
     runThreads(
       type, readers: readers, milliseconds: milliseconds, writes: writes, work: work,
-      readWork: readWork)
+      readWork: readWork, pinned: pinned)
   }
   switch variant {
   case .mutex: return threads(MutexShared.self)

@@ -35,16 +35,19 @@ struct RowKey: Hashable {
   let setting: Setting
 }
 
-/// How many readers, and how much work each does between reads.
+/// How many readers, how much work each does between reads, and whether the threads are
+/// pinned: the writer alone on one core, the readers on the other(s).
 struct Setting: Hashable {
   let readers: Int
   let gapNs: Double
+  let pinned: Bool
 
   var title: String {
     "\(readers) reader\(readers == 1 ? "" : "s"), "
       + (gapNs == 0
         ? "reading as fast as \(readers == 1 ? "it" : "they") can"
         : String(format: "%.1f µs of work between reads", gapNs / 1e3))
+      + (pinned ? ", writer pinned to a core of its own" : ", threads not pinned")
   }
 }
 
@@ -61,7 +64,9 @@ func runTransactions(_ options: Options) -> CaseResult {
     alone.append(Double(now() - start))
   }
   let settings = options.readGapsNs.flatMap { gap in
-    options.readers.map { Setting(readers: $0, gapNs: gap) }
+    options.pinned.flatMap { pinned in
+      options.readers.map { Setting(readers: $0, gapNs: gap, pinned: pinned) }
+    }
   }
   let readWork = Dictionary(
     uniqueKeysWithValues: options.readGapsNs.map { gap in
@@ -82,7 +87,8 @@ func runTransactions(_ options: Options) -> CaseResult {
       for _ in 0..<maxAttempts {
         let sample = runSample(
           key.variant, readers: key.setting.readers, milliseconds: options.sampleMs,
-          writes: options.writes, work: work, readWork: readWork[key.setting.gapNs]!)
+          writes: options.writes, work: work, readWork: readWork[key.setting.gapNs]!,
+          pinned: key.setting.pinned)
         measured.attempts += 1
         if debugSamples {
           print(
@@ -148,7 +154,7 @@ func runTransactions(_ options: Options) -> CaseResult {
         let maximum = measured.read(1)
         let row: [String: Any] = [
           "variant": variant.rawValue, "label": variant.label, "readers": setting.readers,
-          "readGapNs": setting.gapNs,
+          "readGapNs": setting.gapNs, "pinned": setting.pinned,
           "transactionsPerSecond": measured.transactionsPerSecond ?? 0,
           "readsPerSecond": measured.readsPerSecond ?? 0,
           "p50Ns": p50, "p99Ns": p99, "maxNs": maximum,

@@ -1,7 +1,7 @@
 // Long transactions while others read: the job ThreadSafeSingleWriter is built for.
 //
 //   swift run -c release --package-path Benchmarks Transactions [--rounds 5] [--readers 1,2]
-//     [--read-gap-ns 0,1000] [--sample-ms 300] [--json FILE] [--strict]
+//     [--read-gap-ns 0,1000] [--pinned yes,no] [--sample-ms 300] [--json FILE] [--strict]
 //
 // A writer thread runs transactions of 100 increments with about 5 µs of work between
 // them, and stays the only writer throughout each one; 1 or 2 reader threads read the
@@ -17,6 +17,9 @@ struct Options {
   /// Work each reader does between two reads, in ns: none (as fast as it can), or about
   /// what a request handler does around its read.
   var readGapsNs = [0.0, 1_000.0]
+  /// Pin the writer to a core of its own and the readers to the others (Linux), as on a
+  /// machine with a free core for each; and not, as on a machine whose cores are shared.
+  var pinned = [true, false]
   var sampleMs = 300.0
   var writes = 100
   var workNs = 5_000.0
@@ -36,6 +39,10 @@ func parseOptions() -> Options {
     switch argument {
     case "--rounds": options.rounds = Int(value(argument)) ?? 0
     case "--readers": options.readers = value(argument).split(separator: ",").compactMap { Int($0) }
+    case "--pinned":
+      options.pinned = value(argument).split(separator: ",").compactMap {
+        $0 == "yes" ? true : $0 == "no" ? false : nil
+      }
     case "--read-gap-ns":
       options.readGapsNs = value(argument).split(separator: ",").compactMap { Double($0) }
     case "--sample-ms": options.sampleMs = Double(value(argument)) ?? 0
@@ -49,7 +56,8 @@ func parseOptions() -> Options {
     }
   }
   guard options.rounds >= 1, !options.readers.isEmpty, options.readers.allSatisfy({ $0 >= 1 }),
-    !options.readGapsNs.isEmpty, options.readGapsNs.allSatisfy({ $0 >= 0 }),
+    !options.readGapsNs.isEmpty, !options.pinned.isEmpty,
+    options.readGapsNs.allSatisfy({ $0 >= 0 }),
     options.sampleMs > 0, options.writes >= 1, options.workNs >= 0,
     options.cases.isSubset(of: ["transactions", "refresh"])
   else { usage("bad value") }
@@ -60,7 +68,7 @@ func usage(_ problem: String?) -> Never {
   if let problem { FileHandle.standardError.write(Data("Transactions: \(problem)\n".utf8)) }
   print(
     """
-    usage: Transactions [--rounds 5] [--readers 1,2] [--read-gap-ns 0,1000]
+    usage: Transactions [--rounds 5] [--readers 1,2] [--read-gap-ns 0,1000] [--pinned yes,no]
                         [--sample-ms 300] [--writes 100]
                         [--work-ns 5000] [--json FILE] [--only transactions|refresh]
                         [--strict (exit 1 unless every goal passes)]
