@@ -31,6 +31,14 @@ SHORT = {
 }
 
 
+def ratio_text(value):
+    if value >= 1000:
+        return f"{value:,.0f}x"
+    if value >= 0.001:
+        return f"{value:.3g}x"
+    return f"{value:.0e}x".replace("e-0", "e-")
+
+
 def setting_label(row):
     gap = row.get("readGapNs", 0)
     reader = f"{row['readers']} reader{'s' if row['readers'] != 1 else ''}"
@@ -59,7 +67,7 @@ def main():
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     settings = list(dict.fromkeys(setting_label(r) for r in rows))
 
-    bar, gap_between, label_width, panel_width = 9, 8, 170, 235
+    bar, gap_between, label_width, panel_width = 9, 8, 170, 260
     group = bar * len(settings) + gap_between
     top, legend = 72, 24 * len(settings)
     plot_height = group * len(variants)
@@ -86,7 +94,7 @@ def main():
 
     for p, (key, title, hint) in enumerate(PANELS):
         x0 = label_width + p * panel_width + 15
-        inner = panel_width - 55
+        inner = panel_width - 80  # room for the value labels
         linear = key == "insideFraction"
         values = [r[key] for r in rows if r.get(key, 0) > 0]
         # At least a decade either side of 1x, so every panel reads the same way.
@@ -110,15 +118,19 @@ def main():
                 f'<text x="{x:.1f}" y="{top + plot_height + 14}" text-anchor="middle" '
                 f'fill="#555">{tick * 100:g}%</text>')
         decade = high * 10 if linear else low
+        decades = round(span)
+        step = 1 if decades <= 4 else 2 if decades <= 8 else 3
         while decade <= high * 1.0001:
             x = xs(decade)
+            labelled = round(math.log10(decade)) % step == 0
             out.append(
                 f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_height}" '
                 f'stroke="{"#333" if decade == 1 else "#ddd"}"/>')
-            label = f"{decade:g}x" if 1e-3 <= decade <= 1e4 else f"1e{round(math.log10(decade))}x"
-            out.append(
-                f'<text x="{x:.1f}" y="{top + plot_height + 14}" text-anchor="middle" '
-                f'fill="#555">{label}</text>')
+            label = f"{decade:g}x" if 1e-2 <= decade <= 1e3 else f"1e{round(math.log10(decade))}x"
+            if labelled:
+                out.append(
+                    f'<text x="{x:.1f}" y="{top + plot_height + 14}" text-anchor="middle" '
+                    f'fill="#555">{label}</text>')
             decade *= 10
         for v, variant in enumerate(variants):
             for s, setting in enumerate(settings):
@@ -135,7 +147,7 @@ def main():
                     f'{value:.3g}x</title></rect>')
                 if variant == "ThreadSafeSingleWriter" or (linear and value > 0):
                     anchor, tx = ("start", x2 + 3) if linear or value >= 1 else ("end", x1 - 3)
-                    text = f"{value * 100:.0f}%" if linear else f"{value:.3g}x"
+                    text = f"{value * 100:.0f}%" if linear else ratio_text(value)
                     out.append(
                         f'<text x="{tx:.1f}" y="{y + bar - 2:.1f}" text-anchor="{anchor}" '
                         f'font-size="9">{text}</text>')
