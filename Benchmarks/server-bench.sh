@@ -31,8 +31,17 @@ server="$("${build[@]}" --show-bin-path 2>/dev/null)/Server"
 
 results="$(mktemp -d)"
 pid=""
+# SIGTERM starts Hummingbird's graceful shutdown; a server still up 5 s later is killed.
+stop_server() {
+  [[ -n "$pid" ]] || return 0
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  pid=""
+}
 cleanup() {
-  if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  stop_server
   rm -rf "$results"
 }
 trap cleanup EXIT
@@ -62,9 +71,7 @@ for round in $(seq 1 "$rounds"); do
     timeout $((duration + 10)) wrk -t1 -c"$connections" -d"${duration}s" --latency \
       "http://127.0.0.1:$port/item/7" >"$results/wrk.txt"
     stats=$(curl -sf "http://127.0.0.1:$port/stats" || echo "lookups 0 p99 0 p99.9 0 max 0 slow 0")
-    kill "$pid"
-    wait "$pid" 2>/dev/null || true
-    pid=""
+    stop_server
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$results/wrk.txt")
     p50=$(to_us "$(awk '$1 == "50%" {print $2}' "$results/wrk.txt")")
     p99=$(to_us "$(awk '$1 == "99%" {print $2}' "$results/wrk.txt")")
