@@ -19,6 +19,9 @@ let package = Package(
       from: "1.38.1",
       traits: ["MallocInterposer"]
     ),
+    // Only for the server example (Tools/Server); no benchmark suite links them.
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
   ],
   targets: [
     // Shared fixtures, and the article's algorithm as a baseline: a module of its
@@ -68,6 +71,27 @@ let package = Package(
       name: "AsyncContended",
       dependencies: [.product(name: "SingleWriter", package: "SingleWriter")],
       path: "Tools/AsyncContended"
+    ),
+    // Long transactions while other threads read, and a single-flight token refresh:
+    // the case the design is for, against locks and actors; run by compare.sh.
+    .executableTarget(
+      name: "Transactions",
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+      ],
+      path: "Tools/Transactions"
+    ),
+    // A Hummingbird server whose handlers read state that a background task rebuilds in
+    // long transactions, over one of four containers; loaded by server-bench.sh.
+    .executableTarget(
+      name: "Server",
+      dependencies: [
+        .product(name: "SingleWriter", package: "SingleWriter"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+      ],
+      path: "Tools/Server"
     ),
   ],
   swiftLanguageModes: [.v6]

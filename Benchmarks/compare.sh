@@ -8,17 +8,24 @@
 #   Benchmarks/compare.sh --runs 3         # three runs, median of each figure
 #   Benchmarks/compare.sh --target Write   # extra arguments go to `benchmark`
 #   Benchmarks/compare.sh --contended-only # only the Contended table (Tools/Contended)
-#   Benchmarks/compare.sh --skip-contended # only the package-benchmark suites
+#   Benchmarks/compare.sh --skip-contended # no Contended table
+#   Benchmarks/compare.sh --transactions-only # only Tools/Transactions
+#   Benchmarks/compare.sh --skip-transactions # no Transactions tables
 #
 # After the suites, it builds and runs Tools/Contended, which prints the contended table,
-# its validity and its goals (2, 4 and 8 threads; see README.md, Contended). `--target`
-# with a suite skips it; `--target Contended` runs only it.
+# its validity and its goals (2, 4 and 8 threads; see README.md, Contended), then
+# Tools/Transactions: long transactions while others read, and a token refresh, with the
+# goals of issue 24 (see README.md, Transactions); with --update it also rewrites
+# Results/transactions.json and the chart drawn from it, Results/where-it-wins.svg.
+# `--target` with a suite skips both tools; `--target Contended` or `--target
+# Transactions` runs only that one.
 #
 # Environment: RATIO_TOLERANCE (default 0.5, i.e. +50%) for --check;
 # RESULTS_DIR to keep the raw samples instead of a temporary directory;
 # CONTENDED_ARGS for Tools/Contended (e.g. "--rounds 9" or "--strict", which fails the
 # run unless it is valid and every contended goal passes); ASYNC_CONTENDED_ARGS for
-# Tools/AsyncContended (e.g. "--rounds 9 --ops 200000"); SCRATCH_PATH for a build
+# Tools/AsyncContended (e.g. "--rounds 9 --ops 200000"); TRANSACTIONS_ARGS for
+# Tools/Transactions (e.g. "--rounds 9 --readers 1"); SCRATCH_PATH for a build
 # directory other than Benchmarks/.build.
 set -euo pipefail
 
@@ -28,15 +35,22 @@ passthrough=()
 runs=1
 suites=yes
 contended=yes
+transactions=yes
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --check) mode=(--check "$here/ratios-baseline.json") ;;
     --update) mode=(--update "$here/ratios-baseline.json") ;;
     --runs) runs="$2"; shift ;;
-    --contended-only) suites=no ;;
+    --contended-only) suites=no; transactions=no ;;
     --skip-contended) contended=no ;;
+    --transactions-only) suites=no; contended=no ;;
+    --skip-transactions) transactions=no ;;
     --target)
-      if [[ "${2:-}" == Contended ]]; then suites=no; else contended=no; passthrough+=("$1" "${2:-}"); fi
+      case "${2:-}" in
+        Contended) suites=no; transactions=no ;;
+        Transactions) suites=no; contended=no ;;
+        *) contended=no; transactions=no; passthrough+=("$1" "${2:-}") ;;
+      esac
       shift ;;
     *) passthrough+=("$1") ;;
   esac
@@ -99,5 +113,26 @@ if [[ $contended == yes ]]; then
   echo
   # shellcheck disable=SC2086  # ASYNC_CONTENDED_ARGS is a list of words
   "$bin/AsyncContended" ${ASYNC_CONTENDED_ARGS:-} || status=$?
+fi
+
+# Transactions: also a plain release executable; it proves that the readers ran during
+# the transactions, which a package-benchmark sample cannot show.
+if [[ $transactions == yes ]]; then
+  build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product Transactions)
+  if ! "${build[@]}" >"$results/transactions-build.log" 2>&1; then
+    cat "$results/transactions-build.log" >&2
+    echo "compare.sh: building Tools/Transactions failed" >&2
+    exit 2
+  fi
+  bin="$("${build[@]}" --show-bin-path)"
+  echo
+  echo "Load before Transactions: $(uptime)"
+  # shellcheck disable=SC2086  # TRANSACTIONS_ARGS is a list of words
+  "$bin/Transactions" --json "$results/transactions.json" ${TRANSACTIONS_ARGS:-} || status=$?
+  if [[ ${mode[0]:-} == --update && -f "$results/transactions.json" ]]; then
+    mkdir -p "$here/Results"
+    cp "$results/transactions.json" "$here/Results/transactions.json"
+    python3 "$here/chart.py" "$here/Results/transactions.json" "$here/Results/where-it-wins.svg"
+  fi
 fi
 exit "$status"

@@ -1,0 +1,212 @@
+// Clock, work, start line, stop flag and latency histogram shared by both cases.
+
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Nanoseconds on the monotonic clock.
+@inline(__always)
+func now() -> UInt64 {
+  DispatchTime.now().uptimeNanoseconds
+}
+
+/// A fixed amount of arithmetic between two writes of a transaction, the same in every
+/// variant. A fixed count, not a deadline: if the writer is preempted, its transaction
+/// takes longer, and that shows in transactions/s.
+struct Work: Sendable {
+  let iterations: Int
+
+  /// Sized so that one call takes about `nanoseconds` on this machine, now.
+  static func calibrated(nanoseconds: Double) -> Work {
+    let probe = 100_000
+    var best = Double.infinity
+    for _ in 0..<20 {
+      let start = now()
+      _ = spin(probe)
+      best = min(best, Double(now() - start))
+    }
+    return Work(iterations: max(1, Int(nanoseconds / (best / Double(probe)))))
+  }
+
+  @inline(__always)
+  func run() { _ = spin(iterations) }
+}
+
+/// A chain of dependent steps (multiply, add, xor-shift) with no closed form the
+/// optimizer could use instead of the loop. It starts from and ends in an atomic, so it
+/// is never moved across the clock reads around it nor dropped.
+@inline(never)
+func spin(_ iterations: Int) -> UInt64 {
+  var x = sunk.load(ordering: .relaxed) | 1
+  for _ in 0..<iterations {
+    x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+    x ^= x >> 29
+  }
+  sunk.store(x, ordering: .relaxed)
+  return x
+}
+
+/// Stores a result where the optimizer must assume someone reads it, so the work that
+/// made it cannot be dropped.
+@inline(__always)
+func sink(_ value: UInt64) { sunk.store(value, ordering: .relaxed) }
+@inline(__always)
+func sink(_ value: Int) { sink(UInt64(bitPattern: Int64(value))) }
+let sunk = Atomic<UInt64>(0)
+
+/// Threads spin here until the last one arrives, so they start within microseconds of
+/// each other without a kernel wake-up.
+final class StartLine: Sendable {
+  private let arrived = Atomic(0)
+  private let count: Int
+
+  init(_ count: Int) { self.count = count }
+
+  func arriveAndWait() {
+    arrived.add(1, ordering: .acquiringAndReleasing)
+    var spins = 0
+    while arrived.load(ordering: .acquiring) < count {
+      spins &+= 1
+      // More threads than cores: one still on its way needs a core to arrive.
+      if spins & 0x3FF == 0 { sched_yield() }
+    }
+  }
+}
+
+/// Set once by the main thread; every loop checks it once per operation.
+final class StopFlag: Sendable {
+  private let flag = Atomic(false)
+  @inline(__always) var isSet: Bool { flag.load(ordering: .relaxed) }
+  func set() { flag.store(true, ordering: .relaxed) }
+}
+
+/// Odd while a transaction is open: the writer bumps it after it has exclusive access
+/// and again before it gives it up. A read that sees the same odd value before and after
+/// ran entirely inside one open transaction.
+final class TransactionSequence: @unchecked Sendable {
+  // Unchecked: `openedAt` is written and read only by the writer.
+  private let value = Atomic(0)
+  /// When the last transaction got exclusive access.
+  private(set) var openedAt: UInt64 = 0
+  @inline(__always) func open() {
+    openedAt = now()
+    value.add(1, ordering: .releasing)
+  }
+  @inline(__always) func close() { value.add(1, ordering: .releasing) }
+  @inline(__always) func load() -> Int { value.load(ordering: .acquiring) }
+}
+
+/// Latencies in ns, in buckets 1/16 of a power of two wide (6.25%), with the exact max.
+/// One per thread; merged by the main thread once the threads are done.
+final class Histogram: @unchecked Sendable {
+  // Unchecked: written by one thread while it runs, read after it has been joined.
+  static let bucketCount = 16 + 60 * 16
+  private let counts = UnsafeMutablePointer<Int>.allocate(capacity: bucketCount)
+  private(set) var max: UInt64 = 0
+  private(set) var total = 0
+
+  init() { counts.initialize(repeating: 0, count: Self.bucketCount) }
+  deinit { counts.deallocate() }
+
+  @inline(__always)
+  static func bucket(_ ns: UInt64) -> Int {
+    if ns < 16 { return Int(ns) }
+    let exponent = 63 - ns.leadingZeroBitCount  // ≥ 4
+    return (exponent - 3) * 16 + Int((ns >> UInt64(exponent - 4)) & 15)
+  }
+
+  /// The largest value that falls in `bucket`.
+  static func upperBound(_ bucket: Int) -> UInt64 {
+    if bucket < 16 { return UInt64(bucket) }
+    let exponent = bucket / 16 + 3
+    let mantissa = UInt64(16 + bucket % 16)
+    return ((mantissa + 1) << UInt64(exponent - 4)) - 1
+  }
+
+  @inline(__always)
+  func record(_ ns: UInt64) {
+    counts[Self.bucket(ns)] += 1
+    total += 1
+    if ns > max { max = ns }
+  }
+
+  func merge(_ other: Histogram) {
+    for index in 0..<Self.bucketCount { counts[index] += other.counts[index] }
+    total += other.total
+    max = Swift.max(max, other.max)
+  }
+
+  /// The value at quantile `q`, rounded up to its bucket's bound (at most 6.25% high);
+  /// the exact max for q = 1.
+  func quantile(_ q: Double) -> UInt64 {
+    guard total > 0 else { return 0 }
+    if q >= 1 { return max }
+    let rank = Int((q * Double(total)).rounded(.up))
+    var seen = 0
+    for index in 0..<Self.bucketCount {
+      seen += counts[index]
+      if seen >= Swift.max(rank, 1) { return Swift.min(Self.upperBound(index), max) }
+    }
+    return max
+  }
+}
+
+func median(_ values: [Double]) -> Double? {
+  guard !values.isEmpty else { return nil }
+  let sorted = values.sorted()
+  let middle = sorted.count / 2
+  return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/// A duration in the unit that suits it.
+func formatDuration(_ ns: Double) -> String {
+  if ns < 1_000 { return String(format: "%.0f ns", ns) }
+  if ns < 1_000_000 { return String(format: "%.1f µs", ns / 1e3) }
+  return String(format: "%.2f ms", ns / 1e6)
+}
+
+/// A ratio with the precision that suits it.
+func formatRatio(_ value: Double?) -> String {
+  guard let value, value.isFinite else { return "" }
+  if value >= 100 { return String(format: "%.0fx", value) }
+  if value >= 10 { return String(format: "%.1fx", value) }
+  if value >= 0.1 { return String(format: "%.2fx", value) }
+  if value >= 0.0001 { return String(format: "%.4fx", value) }
+  return String(format: "%.1ex", value)
+}
+
+/// Prints a markdown table.
+func printTable(_ header: [String], _ align: [String], _ rows: [[String]]) {
+  print("| " + header.joined(separator: " | ") + " |")
+  print("| " + align.joined(separator: " | ") + " |")
+  for row in rows { print("| " + row.joined(separator: " | ") + " |") }
+}
+
+/// The 1-, 5- and 15-minute load averages.
+func loadAverage() -> String {
+  var loads = [Double](repeating: 0, count: 3)
+  guard getloadavg(&loads, 3) == 3 else { return "?" }
+  return loads.map { String(format: "%.2f", $0) }.joined(separator: " ")
+}
+
+/// Pins the calling thread to `cpu` (Linux only; elsewhere a no-op).
+func pinCurrentThread(to cpu: Int) {
+  #if os(Linux)
+    var mask = [UInt64](repeating: 0, count: 16)  // cpu_set_t: 1,024 bits
+    mask[cpu / 64] = 1 << UInt64(cpu % 64)
+    _ = mask.withUnsafeBytes { linuxSchedSetAffinity(0, $0.count, $0.baseAddress!) }
+  #endif
+}
+
+#if os(Linux)
+  // Glibc declares it only under _GNU_SOURCE, which Swift's Glibc module does not set.
+  @_silgen_name("sched_setaffinity")
+  func linuxSchedSetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeRawPointer) -> Int32
+#endif
+
+/// The core for thread `index` of a pinned sample: the writer (0) alone on core 0, the
+/// readers on the others, as on a machine with a core free for each.
+func core(forThread index: Int) -> Int {
+  let cores = ProcessInfo.processInfo.activeProcessorCount
+  return index == 0 || cores < 2 ? 0 : 1 + (index - 1) % (cores - 1)
+}

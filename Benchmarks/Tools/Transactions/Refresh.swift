@@ -1,0 +1,350 @@
+// Single-flight token refresh: tasks use a token; when it has expired, one task fetches a
+// new one across an `await` while the others wait for it, and no use may take the old
+// token while the new one is being fetched. Two workloads: each use is a short write (a
+// use count), or a read.
+
+import Foundation
+import SingleWriter
+import Synchronization
+
+/// What the writes share: the token, when it expires, and how often it was used.
+struct Session: Sendable {
+  var token = 0
+  var expiresAt: UInt64 = 0
+  var uses = 0
+}
+
+/// Counts that prove the single flight: refreshes in flight now and at most, and writes
+/// that ran while one was in flight (with the old token).
+final class FlightLog: Sendable {
+  let inFlight = Atomic(0)
+  let maxInFlight = Atomic(0)
+  let refreshes = Atomic(0)
+  let staleWrites = Atomic(0)
+  /// Writes that began while a refresh was in flight: they had to wait for it.
+  let waitedForRefresh = Atomic(0)
+
+  func beginRefresh() {
+    let now = inFlight.add(1, ordering: .acquiringAndReleasing).newValue
+    _ = maxInFlight.max(now, ordering: .relaxed)
+    refreshes.add(1, ordering: .relaxed)
+  }
+  func endRefresh() { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
+  var refreshing: Bool { inFlight.load(ordering: .acquiring) > 0 }
+}
+
+/// The simulated call to the token server.
+func fetchToken(after previous: Int, microseconds: Int) async -> Int {
+  try? await Task.sleep(nanoseconds: UInt64(microseconds) * 1_000)
+  return previous + 1
+}
+
+/// One use of the token in a write: counts it, and counts it as stale if a fetch is in
+/// flight (the new token is on its way, so this one has expired).
+@inline(__always)
+func use(_ session: inout Session, _ log: FlightLog) {
+  if log.refreshing { log.staleWrites.add(1, ordering: .relaxed) }
+  session.uses += 1
+}
+
+protocol TokenStore: Sendable {
+  init(log: FlightLog, lifetimeNs: UInt64, fetchMicroseconds: Int)
+  /// Refreshes the token if it has expired (once, whoever else asks), then uses it in a
+  /// write or in a read.
+  func useToken(write: Bool) async throws
+  func uses() async -> Int
+}
+
+/// `checkout()` holds the writer across the fetch; the others' `checkout()` and `await
+/// write` queue behind it and run, in order, with the new token. Reads never wait: a
+/// reader that finds the token expired queues like a writer.
+final class SingleWriterStore: TokenStore {
+  let session = ThreadSafeSingleWriter(value: Session())
+  let log: FlightLog
+  let lifetimeNs: UInt64
+  let fetchMicroseconds: Int
+
+  init(log: FlightLog, lifetimeNs: UInt64, fetchMicroseconds: Int) {
+    self.log = log
+    self.lifetimeNs = lifetimeNs
+    self.fetchMicroseconds = fetchMicroseconds
+  }
+
+  func useToken(write: Bool) async throws {
+    var state = session.read
+    while state.expiresAt <= now() {
+      let writer = try await session.checkout()
+      // Whoever checked out first refreshed it; the others find it fresh.
+      if writer.write.expiresAt <= now() {
+        log.beginRefresh()
+        let token = await fetchToken(after: writer.write.token, microseconds: fetchMicroseconds)
+        writer.write.token = token
+        writer.write.expiresAt = now() + lifetimeNs
+        log.endRefresh()
+      }
+      state = writer.write
+    }
+    if log.refreshing { log.waitedForRefresh.add(1, ordering: .relaxed) }
+    if write {
+      let log = self.log
+      await session.write { use(&$0, log) }
+    } else {
+      sink(state.token)
+    }
+  }
+
+  func uses() async -> Int { session.read.uses }
+}
+
+/// An actor is reentrant at every `await`: without a guard, writes would run with the old
+/// token during the fetch and every expired caller would start its own. So it keeps the
+/// fetch in flight as a stored task that every caller awaits.
+actor ActorStore: TokenStore {
+  var session = Session()
+  var inFlight: Task<Int, Never>?
+  let log: FlightLog
+  let lifetimeNs: UInt64
+  let fetchMicroseconds: Int
+
+  init(log: FlightLog, lifetimeNs: UInt64, fetchMicroseconds: Int) {
+    self.log = log
+    self.lifetimeNs = lifetimeNs
+    self.fetchMicroseconds = fetchMicroseconds
+  }
+
+  func useToken(write: Bool) async throws {
+    // After each `await` another caller may have started the next fetch: look again. The
+    // token comes from the fetch's value, installed by whichever waiter resumes first;
+    // waiting for the refresher to install it instead spins: a completed fetch's `value`
+    // returns without giving the actor up, so the refresher never gets back on.
+    while true {
+      if let fetch = inFlight {
+        install(await fetch.value)
+        continue
+      }
+      if session.expiresAt <= now() {
+        log.beginRefresh()
+        let previous = session.token
+        let microseconds = fetchMicroseconds
+        let fetch = Task { await fetchToken(after: previous, microseconds: microseconds) }
+        inFlight = fetch
+        install(await fetch.value)
+        continue
+      }
+      break
+    }
+    if write {
+      use(&session, log)
+    } else {
+      sink(session.token)
+    }
+  }
+
+  /// Installs `token` unless a newer one already is: tokens only grow.
+  private func install(_ token: Int) {
+    guard token > session.token else { return }
+    session.token = token
+    session.expiresAt = now() + lifetimeNs
+    inFlight = nil
+    log.endRefresh()
+  }
+
+  func uses() async -> Int { session.uses }
+}
+
+/// What one sample of the refresh case did.
+struct RefreshSample {
+  var uses = 0
+  var seconds = 0.0
+  var refreshes = 0
+  var maxInFlight = 0
+  var staleWrites = 0
+  var waited = 0
+  var lost = 0
+  var latencies = Histogram()
+
+  var usesPerSecond: Double { Double(uses) / seconds }
+}
+
+/// Per-task results of one refresh sample.
+final class TaskSlots: @unchecked Sendable {
+  // Unchecked: slot i is written only by task i, read after `DispatchGroup.wait()`.
+  var counts: [Int]
+  let histograms: [Histogram]
+  init(_ tasks: Int) {
+    counts = Array(repeating: 0, count: tasks)
+    histograms = (0..<tasks).map { _ in Histogram() }
+  }
+}
+
+/// `tasks` tasks use the token until the stop flag; each yields between uses, as a
+/// request handler would, so that all of them get to run on the pool's threads.
+func runRefreshSample<S: TokenStore>(
+  _: S.Type, write: Bool, tasks: Int, milliseconds: Double, lifetimeNs: UInt64,
+  fetchMicroseconds: Int
+) -> RefreshSample {
+  let log = FlightLog()
+  let store = S(log: log, lifetimeNs: lifetimeNs, fetchMicroseconds: fetchMicroseconds)
+  let stop = StopFlag()
+  let slots = TaskSlots(tasks)
+  let done = DispatchGroup()
+  let start = now()
+  for index in 0..<tasks {
+    done.enter()
+    Task.detached {
+      let histogram = slots.histograms[index]
+      var count = 0
+      while !stop.isSet {
+        let before = now()
+        try! await store.useToken(write: write)
+        histogram.record(now() - before)
+        count += 1
+        await Task.yield()
+      }
+      slots.counts[index] = count
+      done.leave()
+    }
+  }
+  usleep(useconds_t(milliseconds * 1_000))
+  stop.set()
+  done.wait()
+  let seconds = Double(now() - start) / 1e9
+  let final = Final()
+  let fetched = DispatchSemaphore(value: 0)
+  Task.detached {
+    final.value = await store.uses()
+    fetched.signal()
+  }
+  fetched.wait()
+  var sample = RefreshSample()
+  sample.uses = slots.counts.reduce(0, +)
+  sample.seconds = seconds
+  sample.refreshes = log.refreshes.load(ordering: .relaxed)
+  sample.maxInFlight = log.maxInFlight.load(ordering: .relaxed)
+  sample.staleWrites = log.staleWrites.load(ordering: .relaxed)
+  sample.waited = log.waitedForRefresh.load(ordering: .relaxed)
+  sample.lost = write ? sample.uses - final.value : final.value
+  for histogram in slots.histograms { sample.latencies.merge(histogram) }
+  return sample
+}
+
+enum RefreshVariant: String, CaseIterable {
+  case actor = "actor with a stored in-flight Task"
+  case singleWriter = "ThreadSafeSingleWriter, checkout() held across the fetch"
+}
+
+/// A variant in one workload.
+struct RefreshRow: Hashable {
+  let variant: RefreshVariant
+  let write: Bool
+}
+
+func runRefresh(_ options: Options) -> CaseResult {
+  let tasks = 8
+  let lifetimeNs: UInt64 = 5_000_000
+  let fetchMicroseconds = 1_000
+  let started = Date()
+  let rows = [true, false].flatMap { write in
+    RefreshVariant.allCases.map { RefreshRow(variant: $0, write: write) }
+  }
+  var samples = Dictionary(uniqueKeysWithValues: rows.map { ($0, [RefreshSample]()) })
+  let latencies = Dictionary(uniqueKeysWithValues: rows.map { ($0, Histogram()) })
+  for round in 0..<options.rounds {
+    let shift = round % rows.count
+    for row in rows[shift...] + rows[..<shift] {
+      if debugSamples { FileHandle.standardError.write(Data("refresh \(row)\n".utf8)) }
+      let sample =
+        switch row.variant {
+        case .actor:
+          runRefreshSample(
+            ActorStore.self, write: row.write, tasks: tasks, milliseconds: options.sampleMs,
+            lifetimeNs: lifetimeNs, fetchMicroseconds: fetchMicroseconds)
+        case .singleWriter:
+          runRefreshSample(
+            SingleWriterStore.self, write: row.write, tasks: tasks,
+            milliseconds: options.sampleMs, lifetimeNs: lifetimeNs,
+            fetchMicroseconds: fetchMicroseconds)
+        }
+      samples[row]!.append(sample)
+      latencies[row]!.merge(sample.latencies)
+    }
+  }
+  let elapsed = Date().timeIntervalSince(started)
+
+  print("## Token refresh: one fetch in flight, every use after it\n")
+  print(
+    "\(tasks) tasks each use a token, then yield; the token lives "
+      + String(format: "%.0f ms", Double(lifetimeNs) / 1e6) + ", and a fetch is a "
+      + "\(fetchMicroseconds) µs sleep. A use is a write (`await write`, or an actor method "
+      + "that counts it) or a read (`read`, or an actor method that returns the token). "
+      + "\(options.rounds) rounds, interleaved, in " + String(format: "%.0f s", elapsed)
+      + "; throughput is the median over the rounds, latency (from asking to having used "
+      + "the token, a fetch included) over every use.\n")
+  var jsonRows: [[String: Any]] = []
+  var lost = false
+  var singleFlight = true
+  let ratio = { (value: Double?, base: Double?) -> Double? in
+    guard let value, let base, base > 0 else { return nil }
+    return value / base
+  }
+  printTable(
+    [
+      "Variant", "use", "uses/s", "p50", "p99", "max", "p50", "p99", "max", "fetches",
+      "max in flight", "uses that found a fetch in flight", "writes during a fetch", "lost writes",
+    ],
+    ["---", "---"] + Array(repeating: "---:", count: 12),
+    rows.map { row in
+      let reference = RefreshRow(variant: .actor, write: row.write)
+      let all = samples[row]!
+      let histogram = latencies[row]!
+      let uses = median(all.map(\.usesPerSecond))
+      let referenceUses = median(samples[reference]!.map(\.usesPerSecond))
+      let quantiles = [0.5, 0.99].map { Double(histogram.quantile($0)) } + [Double(histogram.max)]
+      let references =
+        [0.5, 0.99].map { Double(latencies[reference]!.quantile($0)) }
+        + [Double(latencies[reference]!.max)]
+      let refreshes = all.map(\.refreshes).reduce(0, +)
+      let maxInFlight = all.map(\.maxInFlight).max() ?? 0
+      let stale = all.map(\.staleWrites).reduce(0, +)
+      let waited = all.map(\.waited).reduce(0, +)
+      let lostWrites = all.map(\.lost).reduce(0, +)
+      lost = lost || lostWrites != 0 || stale != 0
+      singleFlight = singleFlight && maxInFlight <= 1
+      jsonRows.append([
+        "variant": row.variant.rawValue, "use": row.write ? "write" : "read",
+        "usesPerSecond": uses ?? 0, "usesRatio": ratio(uses, referenceUses) ?? 0,
+        "p50Ns": quantiles[0], "p99Ns": quantiles[1], "maxNs": quantiles[2],
+        "p50Ratio": ratio(quantiles[0], references[0]) ?? 0,
+        "p99Ratio": ratio(quantiles[1], references[1]) ?? 0,
+        "maxRatio": ratio(quantiles[2], references[2]) ?? 0,
+        "refreshes": refreshes, "maxInFlight": maxInFlight, "staleUses": stale,
+        "foundFetchInFlight": waited, "lost": lostWrites,
+      ])
+      return [
+        row.variant.rawValue, row.write ? "write" : "read", formatRatio(ratio(uses, referenceUses)),
+        formatRatio(ratio(quantiles[0], references[0])),
+        formatRatio(ratio(quantiles[1], references[1])),
+        formatRatio(ratio(quantiles[2], references[2])),
+        formatDuration(quantiles[0]), formatDuration(quantiles[1]), formatDuration(quantiles[2]),
+        "\(refreshes)", "\(maxInFlight)", "\(waited)",
+        !row.write ? "" : stale == 0 ? "0" : "**\(stale)**",
+        lostWrites == 0 ? "0" : "**\(lostWrites)**",
+      ]
+    })
+  let actorUses = { (write: Bool) in
+    median(samples[RefreshRow(variant: .actor, write: write)]!.map(\.usesPerSecond)) ?? 0
+  }
+  print(
+    "\nRatios are to the actor in the same workload: uses/s above 1 is faster, latencies "
+      + "below 1 are shorter. The actor here: "
+      + String(format: "%.0f uses/s (writes), %.0f (reads)", actorUses(true), actorUses(false))
+      + ".\n")
+  if !singleFlight { print("**More than one fetch was in flight at once.**\n") }
+  if lost { print("**A write ran during a fetch, or was lost.**\n") }
+  return CaseResult(
+    json: [
+      "tasks": tasks, "lifetimeNs": lifetimeNs, "fetchMicroseconds": fetchMicroseconds,
+      "rounds": options.rounds, "sampleMs": options.sampleMs, "rows": jsonRows,
+    ],
+    goalsPass: singleFlight, lost: lost)
+}
