@@ -338,25 +338,23 @@ func exitReport(_ result: ExitTest.Result?) -> String {
       }
     }
     try await Task.sleep(for: .milliseconds(100))
-    let start = attackNow()
-    let waited = Task { () -> UInt64 in
+    let waited = Task { () -> Bool in
       let proxy = try await box.checkout()
+      // Whether the stream was still going when this task got the writer.
+      let stoppedFirst = stop.load() != 0
       proxy.write += 1_000_000
-      return attackNow() - start
+      return stoppedFirst
     }
     // Stop the producers after 3 s whatever happens, so the test ends.
     let stopper = Task {
       try? await Task.sleep(for: .seconds(3))
       stop.store(1)
     }
-    let latency = try await waited.value
-    let stoppedFirst = stop.load() != 0
+    let stoppedFirst = try await waited.value
     stop.store(1)
     await stopper.value
     for _ in 0..<producers { finished.wait() }
-    print("checkout latency with \(producers) producers: \(latency / 1_000_000) ms")
     #expect(!stoppedFirst, "checkout only got the writer after the producers stopped")
-    #expect(latency < 500_000_000, "checkout waited \(latency / 1_000_000) ms")
   }
 
   // MARK: Promise 3/4: checkout held across an await, withWriter on every pool thread
@@ -822,8 +820,8 @@ extension AttackTests {
     }
     stop.store(1)
     for _ in 0..<readers { finished.wait() }
-    print("worst withWriter under \(readers) readers: \(worst / 1_000) µs")
-    #expect(worst < 200_000_000, "a write waited \(worst / 1_000_000) ms for readers")
+    // Starvation would never end: this bound is a watchdog, not a timing.
+    #expect(worst < 10_000_000_000, "a write waited \(worst / 1_000_000) ms for readers")
   }
 
   // MARK: Promise 2: a successor is dismissed when the server hands off to a waiter
