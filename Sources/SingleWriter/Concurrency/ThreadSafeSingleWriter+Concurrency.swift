@@ -30,13 +30,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   public func write<R, E: Error>(
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws(E) -> sending R {
-    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
-      defer {
-        if !lock.tryEndClosureWrite() { finishClosureWrite() }
-        _fixLifetime(self)  // `body` writes through `storage`, which the container frees
-      }
-      return try body(&storage.pointee)
-    }
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
     return try await writeInTurn(body, unlessCancelled: false).unsafelyUnwrapped.get()
   }
 
@@ -54,13 +48,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws -> sending R {
     try Task.checkCancellation()
-    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
-      defer {
-        if !lock.tryEndClosureWrite() { finishClosureWrite() }
-        _fixLifetime(self)  // `body` writes through `storage`, which the container frees
-      }
-      return try body(&storage.pointee)
-    }
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
     guard let result = await writeInTurn(body, unlessCancelled: true) else {
       throw CancellationError()
     }

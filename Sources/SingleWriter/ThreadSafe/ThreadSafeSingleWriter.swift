@@ -113,11 +113,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R? {
     guard lock.tryBeginClosureWrite() else { return nil }
-    defer {
-      if !lock.tryEndClosureWrite() { finishClosureWrite() }
-      _fixLifetime(self)  // `body` writes through `storage`, which the container frees
-    }
-    return try body(&storage.pointee)
+    return try runClosureWrite(body)
   }
 
   /// Waits for the writer, then mutates the value in place.
@@ -145,6 +141,16 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R {
     if !lock.tryBeginClosureWrite() { waitForClosureWrite() }
+    return try runClosureWrite(body)
+  }
+
+  /// Runs a closure write's `body` on the value, with the checkout and `writing` already
+  /// taken, then ends both: the one place every closure write (`tryWrite`, `withWriter`,
+  /// the async writes when free) ends.
+  @inlinable @inline(__always)
+  func runClosureWrite<R: ~Copyable, E: Error>(
+    _ body: (inout sending Value) throws(E) -> sending R
+  ) throws(E) -> sending R {
     defer {
       if !lock.tryEndClosureWrite() { finishClosureWrite() }
       _fixLifetime(self)  // `body` writes through `storage`, which the container frees
@@ -536,7 +542,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// order, on whichever thread ends the checkout ahead of it. That thread runs what was
   /// queued before it, and what those writes queue, before it returns; when other threads
   /// keep queueing for more than about a millisecond, the next of them to call this takes
-  /// over serving before it returns. So when every call has returned, every write has run.
+  /// over serving before it returns, waiting about a millisecond at most for the batch in
+  /// progress (past that it returns and the serving thread serves on). So when every call
+  /// has returned, every write has run.
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
   /// that thread leave it the CPU.

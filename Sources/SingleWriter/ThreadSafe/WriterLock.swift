@@ -294,7 +294,7 @@ struct WriterLock {
 
   /// Takes the checkout and `writing` together if the writer is free.
   @inlinable func tryBeginClosureWrite() -> Bool {
-    guard let old = update(guessing: WriterWord(raw: 0), { $0.beginClosureWrite() }) else {
+    guard update(guessing: WriterWord(raw: 0), { $0.beginClosureWrite() }) != nil else {
       // Free but for readers copying the value: take the checkout, then wait for them,
       // as a mutex would. `nil` from tryWrite means the writer is busy, not that someone
       // is reading.
@@ -302,7 +302,6 @@ struct WriterLock {
       beginClosureWrite()
       return true
     }
-    _ = old
     let me = sw_current_thread()
     sw_uptr_store(writingThread, me)
     sw_uptr_store(checkoutThread, scoped(me))
