@@ -6,7 +6,8 @@
 #
 # Fails if any file does not compile warning-free, if any Apple target reads TPIDR_EL0
 # (the CPU number on XNU, not the thread), if an Apple object uses the private __ulock
-# API, or if a -DSINGLEWRITER_PORTABLE_WAIT object references `syscall`.
+# API, if an Apple priority gate (gate.c) is not os_unfair_lock, or if a
+# -DSINGLEWRITER_PORTABLE_WAIT object references `syscall`.
 #
 # Needs zig (its clang ships the libc headers of macOS, iOS, Windows and musl); when
 # `zig` is not on PATH, installs the `ziglang` wheel from PyPI into a throwaway venv.
@@ -33,9 +34,11 @@ zig_lib=$("${zig[@]}" env | sed -n 's/.*lib_dir"\{0,1\} *[=:] *"\([^"]*\)".*/\1/
 [[ -d $zig_lib ]] || { echo "cannot find zig's lib directory" >&2; exit 1; }
 echo "==> zig $("${zig[@]}" version), lib at $zig_lib"
 
-nm=llvm-nm
-command -v "$nm" >/dev/null 2>&1 || nm="$(dirname "$(command -v swiftc 2>/dev/null || echo /)")/llvm-nm"
-[[ -x $nm ]] || nm=nm
+# llvm-nm reads Mach-O and COFF; GNU nm does not, and would make the symbol checks below
+# pass vacuously, so there is no fallback to it.
+nm=$(command -v llvm-nm || true)
+[[ -n $nm ]] || nm="$(dirname "$(command -v swiftc 2>/dev/null || echo /)")/llvm-nm"
+[[ -x $nm ]] || { echo "cannot find llvm-nm (it ships with the Swift toolchain)" >&2; exit 1; }
 
 source_dir=Sources/SingleWriterAtomics
 sources=("$source_dir"/*.c)
@@ -97,6 +100,15 @@ for target in "${targets[@]}"; do
         if "$nm" "$dir"/*.o 2>/dev/null | grep -q '__ulock'; then
           fail "$target $variant uses the private __ulock API"
         fi
+        # The priority gate must be os_unfair_lock, the Apple lock that boosts its owner.
+        # (The list is read whole first: `grep -q` may exit before nm ends, which fails the
+        # pipe under pipefail.)
+        gate_calls=$("$nm" -u "$dir/gate.o" 2>/dev/null || true)
+        for symbol in _os_unfair_lock_trylock _os_unfair_lock_lock _os_unfair_lock_unlock; do
+          if ! grep -qw -- "$symbol" <<<"$gate_calls"; then
+            fail "$target $variant: the priority gate does not call $symbol"
+          fi
+        done
         ;;
     esac
     if [[ $variant == portable-wait ]] && "$nm" -u "$dir"/*.o 2>/dev/null | grep -qwE '_?syscall'; then

@@ -26,13 +26,18 @@ struct ScheduleScenarioTests {
     sw_sched_name_word(lock.handOffLock, "the hand-off lock")
     sw_sched_name_word(lock.lendWord, "the lend word")
     sw_sched_name_word(container.hub.mutex, "the change hub's mutex")
+    sw_sched_name_word(lock.gate, "the priority gate")
     return container
   }
 
-  /// Nothing queued, and the writer can be checked out (and is released again).
+  /// Nothing queued, the gate open, and the writer can be checked out (and is released
+  /// again).
   static func isFreeAndEmpty(_ container: Container) -> String? {
     let pending = container.pendingCount
     if pending != 0 { return "\(pending) write(s) still queued" }
+    if sw_uptr_load(container.lock.gateThread) != 0 { return "the gate is still held" }
+    guard sw_gate_trylock(container.lock.gate) else { return "the gate is still locked" }
+    sw_gate_unlock(container.lock.gate)
     guard let writer = container.writer else { return "the writer is still checked out" }
     withExtendedLifetime(writer) {}
     return nil
@@ -435,6 +440,95 @@ struct ScheduleScenarioTests {
           return Self.isFreeAndEmpty(container)
         })
     }
+  }
+
+  /// Two `withWriter` calls and a `writeNext`, with the priority gate wanted: whoever
+  /// holds the writer for a closure write or to serve the queue holds the gate, and a
+  /// thread that would sleep for the writer sleeps on the gate instead. Every schedule must
+  /// finish, with the gate released on the thread that took it (debug builds check that)
+  /// and open at the end; and some schedules must reach a sleep on the gate.
+  @Test func aWithWriterSleepsOnTheGateOfAClosureWrite() {
+    var reached = 0
+    Scheduler.check(pct: 1_000, exhaustive: 5_000) {
+      let container = Self.makeContainer()
+      sw_store_release(container.lock.spinRounds, 0)
+      container.lock.wantGate()
+      let journal = ScheduleJournal()
+      return Scheduler.Run(
+        threads: [
+          {
+            container.withWriter {
+              journal.enter("A.1")
+              $0 += 1
+              Self.spin(nanoseconds: 2_000, yielding: true)
+              journal.leave()
+            }
+          },
+          {
+            container.withWriter {
+              journal.enter("B.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+          { Self.queue(container, journal, "C.1") },
+        ],
+        check: {
+          if sw_load_relaxed(container.lock.gateSleeps) != 0 { reached += 1 }
+          return Self.finalCheck(container, journal, ran: ["A.1", "B.1", "C.1"])
+        })
+    }
+    #expect(reached > 0, "no schedule slept on the gate")
+  }
+
+  /// A `withWriter` that waits over a millisecond behind a proxy queues behind two
+  /// bodies; the release then serves the first holding the gate, and the queued
+  /// `withWriter` sleeps on the gate or on its own flag. Either way the server releases the gate before it grants the
+  /// writer, and the waiter runs; a kept proxy released on a third thread ends it all.
+  @Test func aQueuedWithWriterAndAKeptProxyPassTheGate() {
+    var reached = 0
+    // Virtual time moves 10 µs per scheduling point, so that the milliseconds pass in a
+    // few hundred points.
+    Scheduler.check(pct: 300, exhaustive: 1_000, tick: 10_000, allowsTimeouts: true) {
+      let container = Self.makeContainer()
+      sw_store_release(container.lock.spinRounds, 0)
+      container.lock.wantGate()
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let kept = ScheduleBox<ThreadSafeWriterProxy<Int>>()
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            container.writeNext { proxy in
+              Self.write(proxy, journal, "A.1")
+              Self.spin(nanoseconds: 3_000_000, yielding: true)  // the waiter polls meanwhile
+            }
+            container.writeNext { proxy in kept.strong = proxy }
+            Self.spin(nanoseconds: 1_500_000, yielding: true)  // past the waiter's millisecond
+            journal.leave()
+            held.strong = nil  // serves A.1, holding the gate, then keeps a proxy
+          },
+          {
+            container.withWriter {
+              journal.enter("B.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+          {
+            while kept.strong == nil { sw_yield_thread() }
+            Self.write(kept.strong!, journal, "C.1")
+            kept.strong = nil
+          },
+        ],
+        check: {
+          if sw_load_relaxed(container.lock.gateSleeps) != 0 { reached += 1 }
+          return Self.finalCheck(container, journal, ran: ["A.0", "A.1", "B.1", "C.1"])
+        })
+    }
+    #expect(reached > 0, "no schedule slept on the gate")
   }
 
   /// "`writer` is nil while writes are queued": a held proxy is released with a write

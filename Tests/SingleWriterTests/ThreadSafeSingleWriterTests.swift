@@ -805,6 +805,155 @@ final class Log: @unchecked Sendable {
     _ = held
   }
 
+  // MARK: The priority gate (issue 21)
+
+  /// Polls `condition` for up to 20 s; false if it never held. A watchdog, not a timing:
+  /// each condition here comes true within a few milliseconds when the code is right.
+  func eventually(_ condition: () -> Bool) -> Bool {
+    for _ in 0..<200_000 where !condition() { usleep(100) }
+    return condition()
+  }
+
+  /// Which thread holds the gate, seen from inside a write.
+  func gateHolder(_ box: ThreadSafeSingleWriter<Int>) -> UInt {
+    sw_uptr_load(box.lock.gateThread)
+  }
+
+  /// The gate is free: nobody is recorded as holding it, and it can be taken.
+  func gateIsFree(_ box: ThreadSafeSingleWriter<Int>) -> Bool {
+    guard sw_uptr_load(box.lock.gateThread) == 0, sw_gate_trylock(box.lock.gate) else {
+      return false
+    }
+    sw_gate_unlock(box.lock.gate)
+    return true
+  }
+
+  @Test func closureWritesTakeTheGateOnceAThreadHasSleptForTheWriter() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let me = sw_current_thread()
+    #expect(box.withWriter { _ in gateHolder(box) } == 0, "a container nobody waits for")
+    let done = DispatchSemaphore(value: 0)
+    let slept = box.withWriter { _ in
+      Thread.detachNewThread {
+        box.withWriter { $0 += 1 }
+        done.signal()
+      }
+      return eventually { sw_load_relaxed(box.lock.gateWanted) != 0 }
+    }
+    done.wait()
+    #expect(slept, "the waiting thread never slept")
+    #expect(box.withWriter { _ in gateHolder(box) } == me)
+    #expect(box.tryWrite { _ in gateHolder(box) } == me)
+    #expect(gateIsFree(box), "the gate outlived the write")
+    #expect(box.read == 1)
+  }
+
+  @Test func aThreadSleepingForAClosureWriteSleepsOnItsGate() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    box.lock.wantGate()
+    let done = DispatchSemaphore(value: 0)
+    let sleptOnGate = box.withWriter { value in
+      value += 1
+      Thread.detachNewThread {
+        box.withWriter { $0 += 1 }
+        done.signal()
+      }
+      return eventually { sw_load_acquire(box.lock.gateSleeps) != 0 }
+    }
+    done.wait()
+    #expect(sleptOnGate, "the waiter slept elsewhere, where its priority boosts nobody")
+    #expect(box.read == 2)
+    #expect(gateIsFree(box))
+  }
+
+  @Test func theGateIsLeftOpenAfterAQuietSpell() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let me = sw_current_thread()
+    box.lock.wantGate()
+    var gated = 0
+    for _ in 0..<WriterLock.gateSpan {
+      if box.tryWrite({ _ in gateHolder(box) }) == me { gated += 1 }
+    }
+    #expect(gated == Int(WriterLock.gateSpan))
+    #expect(box.tryWrite { _ in gateHolder(box) } == 0, "a container nobody waits for pays")
+  }
+
+  @Test func proxiesNeverTakeTheGate() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    box.lock.wantGate()
+    var held = box.writer
+    held?.write += 1
+    #expect(gateHolder(box) == 0, "a proxy may move to another thread, which could not open it")
+    held = nil
+    #expect(gateIsFree(box))
+  }
+
+  @Test func theThreadServingTheQueueHoldsTheGateUntilItHandsOver() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let me = sw_current_thread()
+    box.lock.wantGate()
+    let seen = Locked<[UInt]>([])
+    var held = box.writer
+    box.writeNext { proxy in
+      proxy.write += 1
+      seen.withLock { $0.append(sw_uptr_load(box.lock.gateThread)) }
+    }
+    // A body that keeps its proxy: the checkout may end on another thread, which could
+    // not release this thread's gate, so it is released here first.
+    let kept = Locked<ThreadSafeWriterProxy<Int>?>(nil)
+    box.writeNext { proxy in kept.withLock { $0 = proxy } }
+    held = nil  // this thread serves both
+    #expect(seen.withLock { $0 } == [me])
+    #expect(gateHolder(box) == 0, "the gate stayed closed behind a kept proxy")
+    let released = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      kept.withLock { $0?.write += 1 }
+      kept.withLock { $0 = nil }
+      released.signal()
+    }
+    released.wait()
+    box.withWriter { $0 += 1 }
+    #expect(box.read == 3)
+    #expect(gateIsFree(box))
+    _ = held
+  }
+
+  @Test func aQueuedWithWriterSleepsOnTheGateOfTheThreadServingIt() {
+    // A withWriter that has waited over a millisecond queues; while the thread serving
+    // the writes ahead of it holds the gate, it sleeps on the gate.
+    let box = ThreadSafeSingleWriter(value: 0)
+    box.lock.wantGate()
+    var held = box.writer  // a proxy: nobody holds the gate yet
+    let sleptOnGate = Locked(false)
+    box.writeNext { proxy in
+      proxy.write += 1
+      let slept = eventually { sw_load_acquire(box.lock.gateSleeps) != 0 }
+      sleptOnGate.withLock { $0 = slept }
+    }
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      box.withWriter { $0 += 1 }
+      done.signal()
+    }
+    let queued = eventually { box.pendingCount == 2 }
+    held = nil  // this thread serves the body, holding the gate, then grants the waiter
+    done.wait()
+    #expect(queued, "the withWriter never queued")
+    #expect(sleptOnGate.withLock { $0 }, "the queued waiter did not sleep on the gate")
+    #expect(box.read == 2)
+    #expect(gateIsFree(box))
+    _ = held
+  }
+
+  @Test func withWriterInsideAGatedWriteStopsInsteadOfDeadlocking() async {
+    // The gate is not reentrant: a thread that holds it must never wait on it.
+    await #expect(processExitsWith: .failure) {
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.lock.wantGate()
+      box.withWriter { _ in box.withWriter { $0 += 1 } }
+    }
+  }
+
   // MARK: Every write done when every call has returned (issue 21)
 
   @Test func aReleaseReturnsOnlyAfterTheNestedWritesOfItsQueuedWrites() {

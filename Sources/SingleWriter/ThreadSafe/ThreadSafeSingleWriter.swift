@@ -131,6 +131,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// may take a free writer ahead of a sleeping one, which keeps the writer busy instead
   /// of waiting for a thread to wake; a caller that has waited more than about a
   /// millisecond joins the queue and is handed the writer in turn, so none starves.
+  /// On Apple platforms, while it sleeps behind a closure write (this one, `tryWrite`,
+  /// `await write` or a queued body) running on another thread, it boosts that thread to
+  /// its own priority, as `Mutex` does; see "How the hand-off works" for when, and why a
+  /// proxy's holder is not boosted.
   ///
   /// Called from inside a write's closure on the same thread, it could never return, so
   /// it stops the program with a message. Called while this thread holds a proxy, it
@@ -263,6 +267,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // a millisecond; past that, the next thread to queue one takes over (see `HandOff`).
     var deadline = sw_monotonic_ns() &+ 1_000_000
     var batches = 0
+    // Serving runs on this one thread: it holds the gate, so that a thread sleeping for the
+    // writer boosts it, and releases it before the checkout passes to any other thread.
+    lock.closeGateIfWanted()
     while true {
       if lock.word.isObserved {
         // Observers run here, holding the checkout: waiting for it from one stops the
@@ -277,6 +284,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
         let (next, wake) = lock.withHandOffLock {
           let next = handOff.pointee.nextBatch(into: &pending.pointee, late: late)
           guard case .release = next else { return (next, false) }
+          lock.openGateIfClosed()
           return (next, lock.release())
         }
         switch next {
@@ -285,9 +293,11 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
           if wake { lock.unpark() }
           return
         case .handOver(let successor):
+          lock.openGateIfClosed()
           if successor.grant() { return }
           // It withdrew: it waited long enough, perhaps for a body of this run that waits
           // for it. Serve on, and ask again only after another millisecond.
+          lock.closeGateIfWanted()
           lock.withHandOffLock { handOff.pointee.serveOn(me) }
           deadline = sw_monotonic_ns() &+ 1_000_000
           batches = 0
@@ -309,6 +319,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
         let (goesOn, dismissed) = lock.withHandOffLock { handOff.pointee.proxyKept(by: me) }
         dismissed?.grant(checkout: false)
         guard goesOn else { return }
+        lock.closeGateIfWanted()  // released when the proxy was kept; see `lend`
       }
     }
   }
@@ -350,6 +361,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
       dismissed?.grant(checkout: false)
       sw_uptr_store(lock.checkoutThread, 0)
+      lock.openGateIfClosed()
       waiter.handOver()
       return .handedOff
     case .waiter(let waiter):
@@ -358,6 +370,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       dismissed?.grant(checkout: false)
       // Not this thread's any more: it may call withWriter again before the waiter runs.
       sw_uptr_store(lock.checkoutThread, 0)
+      lock.openGateIfClosed()
       waiter.grant()
       return .handedOff
     }
@@ -399,7 +412,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       return true
     }
     // Kept, maybe for another thread. Recorded as this thread's, so that a `withWriter`
-    // on this thread warns if it waits for it.
+    // on this thread warns if it waits for it. The gate goes first: once the lend ends, the
+    // proxy may end the checkout on any thread, and only this one may release the gate.
+    lock.openGateIfClosed()
     sw_uptr_store(lock.checkoutThread, sw_current_thread())
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
@@ -445,6 +460,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
           if parkedSince == 0, spins != 0, budget < WriterLock.maxSpinRounds {
             sw_store_release(lock.spinRounds, budget + 1)
           }
+          lock.closeGateIfWanted()
           lock.acquireWriting()
           return
         }
@@ -463,6 +479,13 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
         if budget > WriterLock.minSpinRounds { sw_store_release(lock.spinRounds, budget - 1) }
       }
       if now &- parkedSince > 1_000_000 { break }
+      // A closure write holds the gate: sleep on it rather than on the word, so that the
+      // OS lends this thread's priority to the one it waits for. Then look again.
+      if lock.sleepOnGate(me) {
+        spins = 0
+        s = lock.word
+        continue
+      }
       // Park: read the sequence, then the word afresh, so that a release before the
       // sequence read shows in the word (and the writer is taken instead), and one after
       // it changes the sequence and ends the wait at once. With a stale word that already
@@ -489,7 +512,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // Waited over a millisecond: join the queue, and be handed the checkout in turn.
     let waiter = Waiter()
     enqueue(.waiter(waiter))
-    waiter.wait { sw_uptr_load(lock.checkoutThread) == me }
+    waiter.wait(sleepingOnGateOf: lock) { sw_uptr_load(lock.checkoutThread) == me }
     lock.beginClosureWrite()
   }
 }
@@ -521,7 +544,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   ///
   /// The proxy can be sent to, used on and released on any thread. Releasing it runs
   /// the queued writes on the releasing thread (see ``writeNext(_:)`` for the one
-  /// exception).
+  /// exception). Since it can move, a thread waiting for it in `withWriter` does not
+  /// boost its holder's priority; where priority inversion matters, write in a closure.
   ///
   /// ```swift
   /// if let writer = session.writer {

@@ -83,16 +83,24 @@ final class Waiter: @unchecked Sendable {
   }
 
   /// Blocks until `grant` is called, and returns what it said: `true` if the checkout is
-  /// now the caller's. If `suspect` still holds after a second, warns once on standard
-  /// error: the wait may be on a proxy this same thread holds, which no lock could tell
-  /// from a slow writer.
+  /// now the caller's. While a thread serving the queue holds `lock`'s gate, sleeps on the
+  /// gate, so that the OS boosts that thread; the server releases the gate before it grants
+  /// anything, and this looks at the gate again every millisecond, since servers change.
+  /// If `suspect` still holds after a second, warns once on standard error: the wait may be
+  /// on a proxy this same thread holds, which no lock could tell from a slow writer.
   @usableFromInline @discardableResult
-  func wait(warningIf suspect: () -> Bool) -> Bool {
+  func wait(sleepingOnGateOf lock: WriterLock, warningIf suspect: () -> Bool) -> Bool {
+    let me = sw_current_thread()
     var warned = false
+    var since = sw_monotonic_ns()
     while true {
       let granted = sw_load_acquire(flag)
       if granted != 0 { return granted == Waiter.checkout }
-      if !sw_wait_for(flag, 0, 1_000_000_000), !warned, suspect() {
+      if lock.sleepOnGate(me) || sw_wait_for(flag, 0, 1_000_000) { continue }
+      let now = sw_monotonic_ns()
+      guard now &- since >= 1_000_000_000 else { continue }
+      since = now
+      if !warned, suspect() {
         warned = true
         sw_print_error(
           """

@@ -43,6 +43,10 @@ struct WriterLock {
     sw_ts_checkout_task(sync)
   }
   @inlinable var lendWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_lend_word(sync) }
+  @inlinable var gateWanted: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_wanted(sync) }
+  @inlinable var gate: UnsafeMutablePointer<sw_gate> { sw_ts_gate(sync) }
+  @inlinable var gateThread: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_gate_thread(sync) }
+  @inlinable var gateSleeps: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_sleeps(sync) }
 
   // MARK: The word
 
@@ -68,7 +72,9 @@ struct WriterLock {
     var old = guess
     while let (new, action) = transition(old) {
       assert(new.invariantViolation == nil, "\(old) -> \(new): \(new.invariantViolation!)")
-      if sw_cas(state, &old.raw, new.raw) { return (old, action) }
+      let found = sw_cas_value(state, old.raw, new.raw)
+      if found == old.raw { return (old, action) }
+      old.raw = found
     }
     return nil
   }
@@ -242,9 +248,9 @@ struct WriterLock {
     // One attempt inline, from the word of a checkout with nothing else going on (no
     // load; the transition folds to a constant); any other word goes through the driver,
     // out of line, so that the accessors around this stay small enough to inline.
-    var expected = WriterLock.heldWord.raw
+    let expected = WriterLock.heldWord.raw
     let begun = WriterLock.heldWord.beginAccess().0.raw
-    guard sw_cas(state, &expected, begun) else { return acquireWriting() }
+    guard sw_cas_value(state, expected, begun) == expected else { return acquireWriting() }
     sw_uptr_store(writingThread, sw_current_thread())
     sw_seq_begin_write(sequence)
   }
@@ -281,9 +287,9 @@ struct WriterLock {
   /// Drops `writing`, with the sequence already even again.
   @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
-    var expected = WriterLock.writingWord.raw
+    let expected = WriterLock.writingWord.raw
     let ended = WriterLock.writingWord.endAccess().0.raw
-    if !sw_cas(state, &expected, ended) { releaseWritingSlow() }
+    if sw_cas_value(state, expected, ended) != expected { releaseWritingSlow() }
   }
 
   @usableFromInline func releaseWritingSlow() {
@@ -305,14 +311,16 @@ struct WriterLock {
     let me = sw_current_thread()
     sw_uptr_store(writingThread, me)
     sw_uptr_store(checkoutThread, scoped(me))
-    sw_seq_begin_write(sequence)
+    // The gate's flag comes with the sequence this loads anyway: free while it is clear.
+    if sw_seq_begin_write_seen(sequence) & SW_SEQ_GATE_WANTED != 0 { closeGate() }
     return true
   }
 
-  /// With the checkout already held (handed over by the queue): marks it as this
-  /// thread's closure and takes `writing`.
+  /// With the checkout already held (handed over by the queue, or taken by a waiter):
+  /// marks it as this thread's closure, takes the gate if wanted, and takes `writing`.
   @inlinable func beginClosureWrite() {
     sw_uptr_store(checkoutThread, scoped(sw_current_thread()))
+    closeGateIfWanted()
     acquireWriting()
   }
 
@@ -320,12 +328,84 @@ struct WriterLock {
   /// (queued writes, observers, a parked `withWriter` or sleepers to wake), starting
   /// with `releaseWriting`.
   @inlinable func tryEndClosureWrite() -> Bool {
-    sw_seq_end_write(sequence)
+    let seen = sw_seq_end_write_seen(sequence)
     sw_uptr_store(writingThread, 0)
     sw_uptr_store(checkoutThread, 0)
-    var expected = WriterWord.writer | WriterWord.writing
-    return sw_cas(
-      state, &expected, WriterWord(raw: expected).endClosureWrite().unsafelyUnwrapped.raw)
+    // Only this thread clears the flag, so it is still set if this write took the gate.
+    if seen & SW_SEQ_GATE_WANTED != 0 {
+      openGateIfClosed()
+    } else {
+      assert(sw_uptr_load(gateThread) == 0, "the gate outlived its flag")
+    }
+    let expected = WriterWord.writer | WriterWord.writing
+    let ended = WriterWord(raw: expected).endClosureWrite().unsafelyUnwrapped.raw
+    return sw_cas_value(state, expected, ended) == expected
+  }
+
+  // MARK: The priority gate
+
+  /// How many closure writes take the gate after a thread last slept for the writer.
+  ///
+  /// Taking it costs two atomic read-modify-writes, as much again as a closure write, so
+  /// a container pays for it only while threads have been sleeping for its writer; one
+  /// nobody waits for pays nothing (the flag rides in the sequence a write bumps anyway).
+  /// The first sleep of a quiet spell finds the gate open.
+  @usableFromInline static let gateSpan: UInt32 = 1024
+
+  /// Asks the next `gateSpan` closure writes to take the gate.
+  @usableFromInline func wantGate() {
+    if sw_load_relaxed(gateWanted) != WriterLock.gateSpan {
+      sw_store_release(gateWanted, WriterLock.gateSpan)
+    }
+    if sw_load_relaxed(sequence) & SW_SEQ_GATE_WANTED == 0 {
+      sw_fetch_or(sequence, SW_SEQ_GATE_WANTED)
+    }
+  }
+
+  /// After taking the checkout for a closure write, or to serve the queue: takes the gate
+  /// if threads have slept for the writer lately.
+  @inlinable @inline(__always) func closeGateIfWanted() {
+    if sw_load_relaxed(sequence) & SW_SEQ_GATE_WANTED != 0 { closeGate() }
+  }
+
+  @usableFromInline @inline(never) func closeGate() {
+    // A lost update between this and a sleeper's store only shortens or lengthens the span.
+    let wanted = sw_load_relaxed(gateWanted)
+    if wanted != 0 { sw_store_release(gateWanted, wanted &- 1) }
+    assert(sw_uptr_load(gateThread) == 0, "the gate is taken twice")
+    // Busy only while a woken sleeper passes through it: this write goes without.
+    guard sw_gate_trylock(gate) else { return }
+    sw_uptr_store(gateThread, sw_current_thread())
+  }
+
+  /// Before the checkout can pass to another thread: releases the gate if this thread took
+  /// it. Only the checkout's holder takes the gate, and it releases it before the checkout
+  /// moves, so a non-zero `gateThread` seen by the holder is its own.
+  @inlinable @inline(__always) func openGateIfClosed() {
+    if sw_uptr_load(gateThread) != 0 { openGate() }
+  }
+
+  /// Releases the gate; once the span is used up, clears the flag too (only a holder of
+  /// the checkout does, so a closure write that took the gate still finds it at its end).
+  @usableFromInline @inline(never) func openGate() {
+    assert(sw_uptr_load(gateThread) == sw_current_thread(), "the gate is opened by another thread")
+    sw_uptr_store(gateThread, 0)
+    sw_gate_unlock(gate)
+    if sw_load_relaxed(gateWanted) == 0 { sw_fetch_and(sequence, ~SW_SEQ_GATE_WANTED) }
+  }
+
+  /// For a thread about to sleep for the writer: asks the next closure writes to take the
+  /// gate, then, if a closure write of another thread holds it now, sleeps on it until it
+  /// opens, so that the OS boosts that thread. `false` if nobody holds it: sleep on the
+  /// word instead.
+  @usableFromInline func sleepOnGate(_ me: UInt) -> Bool {
+    wantGate()
+    let holder = sw_uptr_load(gateThread)
+    guard holder != 0, holder != me else { return false }
+    sw_fetch_add(gateSleeps, 1)
+    sw_gate_lock(gate)
+    sw_gate_unlock(gate)
+    return true
   }
 
   // MARK: Sleeping

@@ -5,6 +5,7 @@
 //   sw_atomics.h      C11 atomics, inlined into Swift; the chaos-mode hook
 //   sw_thread.h       thread identity, yielding, a monotonic clock
 //   sw_wait.h         blocking on a word (futex, WaitOnAddress, os_sync, parking lot), a mutex
+//   sw_gate.h         the priority gate of closure writes (os_unfair_lock on Apple)
 //   sw_rwlock.h       a writer-preferring reader-writer lock
 //   sw_diagnostics.h  thread names, call stacks and symbols for race reports
 //   sw_sched.h        a deterministic scheduler for tests
@@ -19,6 +20,7 @@
 
 #include "sw_atomics.h"
 #include "sw_diagnostics.h"
+#include "sw_gate.h"
 #include "sw_rwlock.h"
 #include "sw_sched.h"
 #include "sw_thread.h"

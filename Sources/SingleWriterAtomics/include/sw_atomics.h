@@ -69,6 +69,16 @@ static inline bool sw_cas(sw_atomic_u32 *a, uint32_t *expected, uint32_t desired
   return done;
 }
 
+/// `sw_cas` returning the value it found (`expected` on success): the caller passes no
+/// address, so a Swift caller keeps no local in memory, and needs no stack protector.
+static inline uint32_t sw_cas_value(sw_atomic_u32 *a, uint32_t expected, uint32_t desired) {
+  SW_CHAOS();
+  atomic_compare_exchange_strong_explicit(
+      &a->value, &expected, desired, memory_order_acq_rel, memory_order_relaxed);
+  SW_CHAOS();
+  return expected;
+}
+
 static inline uint32_t sw_fetch_add(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
   uint32_t old = atomic_fetch_add_explicit(&a->value, v, memory_order_acq_rel);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sw_atomics.h"
+#include "sw_gate.h"
 #include "sw_wait.h"
 
 /// One optimistic read of a value that has no references to count (a "POD" type), for a
@@ -29,19 +30,38 @@ static inline bool sw_seq_try_copy(sw_atomic_u32 *sequence, void *destination,
   return before == after;
 }
 
+/// The high bit of `sequence`: closure writes should take the priority gate (sw_gate.h),
+/// since a thread slept for the writer lately. It lives here so that a closure write finds
+/// it in the value it loads anyway to bump the sequence, at no cost while it is clear.
+/// Writers carry it through their increments; a sleeper sets it with an atomic OR, which a
+/// writer's plain store may undo (the sleeper sets it again when it next sleeps); a carry
+/// out of the count may flip it once every 2^31 writes, which gates or frees one write.
+/// Readers compare whole values, so a change to it only makes one read retry.
+#define SW_SEQ_GATE_WANTED 0x80000000u
+
 /// The writer's half: odd before a write access, even after. Only the holder of the
-/// write access stores, so no read-modify-write is needed.
-static inline void sw_seq_begin_write(sw_atomic_u32 *sequence) {
+/// write access stores, so no read-modify-write is needed. Returns the value it found.
+static inline uint32_t sw_seq_begin_write_seen(sw_atomic_u32 *sequence) {
   SW_SCHED_POINT();
   uint32_t s = atomic_load_explicit(&sequence->value, memory_order_relaxed);
   atomic_store_explicit(&sequence->value, s + 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
+  return s;
 }
 
-static inline void sw_seq_end_write(sw_atomic_u32 *sequence) {
+static inline uint32_t sw_seq_end_write_seen(sw_atomic_u32 *sequence) {
   SW_SCHED_POINT();
   uint32_t s = atomic_load_explicit(&sequence->value, memory_order_relaxed);
   atomic_store_explicit(&sequence->value, s + 1, memory_order_release);
+  return s;
+}
+
+static inline void sw_seq_begin_write(sw_atomic_u32 *sequence) {
+  (void)sw_seq_begin_write_seen(sequence);
+}
+
+static inline void sw_seq_end_write(sw_atomic_u32 *sequence) {
+  (void)sw_seq_end_write_seen(sequence);
 }
 
 /// The size of a cache line, or of the unit that the hardware moves between cores:
@@ -67,7 +87,8 @@ typedef struct {
   /// count (WriterWord.swift names them).
   sw_atomic_u32 state;
   /// Odd while a write access is in progress: readers of plain values copy under it
-  /// optimistically, with no read-modify-write, so it cannot be a bit of `state`.
+  /// optimistically, with no read-modify-write, so it cannot be a bit of `state`. Its
+  /// high bit asks closure writes to take `gate` (SW_SEQ_GATE_WANTED).
   sw_atomic_u32 sequence;
   /// Bumped, then woken, when a checkout ends while a `withWriter` is parked: parked
   /// threads sleep on it, since `state` changes on every access and would wake them.
@@ -79,12 +100,22 @@ typedef struct {
   /// How many rounds a blocked `withWriter` spins before it parks, adapted to how often
   /// spinning has paid off; a tuning, not a state.
   sw_atomic_u32 spin_rounds;
+  /// How many more closure writes take `gate` while SW_SEQ_GATE_WANTED is set: set by a
+  /// thread that sleeps for the writer, counted down by each write that takes it, which
+  /// clears the bit at zero; a tuning, like `spin_rounds`.
+  sw_atomic_u32 gate_wanted;
+  /// Held by the thread running a closure write, or serving the queue, while `gate_wanted`
+  /// asks for it: a thread sleeping for the writer sleeps on it and boosts that thread.
+  /// A lock of the OS's own (sw_gate.h), so it cannot be a bit of `state`.
+  sw_gate gate;
   /// The thread holding the checkout, or 0; only for catching self-deadlock.
   sw_atomic_uptr checkout_thread;
   /// The thread inside a write access, or 0; only for catching self-deadlock.
   sw_atomic_uptr writing_thread;
   /// The task that took the checkout with `checkout()`, or 0; only for a warning.
   sw_atomic_uptr checkout_task;
+  /// The thread holding `gate`, or 0: which the lock itself does not tell portably.
+  sw_atomic_uptr gate_thread;
   };
   char holder_line[SW_CACHE_LINE];
   };
@@ -97,6 +128,8 @@ typedef struct {
   sw_atomic_u32 queued_hint;
   /// Guards the hand-off (HandOff.swift): held for one append, or one batch decision.
   sw_mutex hand_off_lock;
+  /// How many times a thread has slept on `gate`; for tests and diagnostics.
+  sw_atomic_u32 gate_sleeps;
   };
   char hand_off_line[SW_CACHE_LINE];
   };
@@ -117,5 +150,9 @@ static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->
 static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }
 static inline sw_atomic_uptr *sw_ts_checkout_task(sw_ts_sync *s) { return &s->checkout_task; }
 static inline sw_atomic_u32 *sw_ts_lend_word(sw_ts_sync *s) { return &s->lend_word; }
+static inline sw_atomic_u32 *sw_ts_gate_wanted(sw_ts_sync *s) { return &s->gate_wanted; }
+static inline sw_gate *sw_ts_gate(sw_ts_sync *s) { return &s->gate; }
+static inline sw_atomic_uptr *sw_ts_gate_thread(sw_ts_sync *s) { return &s->gate_thread; }
+static inline sw_atomic_u32 *sw_ts_gate_sleeps(sw_ts_sync *s) { return &s->gate_sleeps; }
 
 #endif
