@@ -531,6 +531,85 @@ struct ScheduleScenarioTests {
     #expect(reached > 0, "no schedule slept on the gate")
   }
 
+  /// A queued body keeps its proxy and a third thread drops it at once, racing the
+  /// gated server's end of the lend, while a withWriter waits and a later body is queued.
+  /// When the third thread's reference goes first, the server's own is the last: the
+  /// checkout is handed back to its run, which marks the thread as the closure's for the
+  /// release. That mark must not outlive the run (chaos mode found a `withWriter` that
+  /// took itself for the holder, 2 runs in 40).
+  @Test func aKeptProxyDroppedElsewhereRacesAGatedServer() {
+    Scheduler.check(pct: 500, exhaustive: 2_000, tick: 10_000, allowsTimeouts: true) {
+      let container = Self.makeContainer()
+      sw_store_release(container.lock.spinRounds, 0)
+      container.lock.wantGate()
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let kept = ScheduleBox<ThreadSafeWriterProxy<Int>>()
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            Self.queue(container, journal, "A.1")
+            container.writeNext { proxy in kept.strong = proxy }  // last: the run ends with it
+            journal.leave()
+            held.strong = nil
+            // This thread's calls have returned: it must not still be marked as the
+            // writer's closure, or its next `withWriter` takes itself for the holder.
+            if sw_uptr_load(container.lock.checkoutThread) == scoped(sw_current_thread()) {
+              journal.notes.append("the release left this thread marked as the writer")
+            }
+          },
+          {
+            container.withWriter {
+              journal.enter("B.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+          {
+            while kept.strong == nil { sw_yield_thread() }
+            kept.strong = nil
+          },
+        ],
+        check: { Self.finalCheck(container, journal, ran: ["A.0", "A.1", "B.1"]) })
+    }
+  }
+
+  /// A queued body that runs last keeps its proxy, and another thread drops its own
+  /// reference at once: when that goes first, the serving thread's is the last, and the
+  /// checkout is handed back to its run, which marks the thread as the closure's for the
+  /// release. The run then ends; the mark must end with it. Left set, a later `withWriter`
+  /// on that thread that found the writer busy stopped with the self-deadlock message
+  /// (chaos mode: 2 runs in 40).
+  @Test func aCheckoutHandedBackLeavesNoMarkBehind() {
+    Scheduler.check(pct: 1_000, exhaustive: 5_000) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let kept = ScheduleBox<ThreadSafeWriterProxy<Int>>()
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            Self.queue(container, journal, "A.1")
+            container.writeNext { proxy in kept.strong = proxy }
+            journal.leave()
+            held.strong = nil  // serves A.1, then the body that keeps its proxy
+            if sw_uptr_load(container.lock.checkoutThread) == scoped(sw_current_thread()) {
+              journal.notes.append("the run left this thread marked as the writer's closure")
+            }
+          },
+          {
+            while kept.strong == nil { sw_yield_thread() }
+            kept.strong = nil
+          },
+        ],
+        check: { Self.finalCheck(container, journal, ran: ["A.0", "A.1"]) })
+    }
+  }
+
   /// "`writer` is nil while writes are queued": a held proxy is released with a write
   /// queued, a second `writeNext` returns, and a newcomer asks for the writer. The
   /// design before the hand-off's state machine cleared `writer|queued` before it looked

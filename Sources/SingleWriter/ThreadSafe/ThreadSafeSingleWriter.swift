@@ -284,6 +284,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
         let (next, wake) = lock.withHandOffLock {
           let next = handOff.pointee.nextBatch(into: &pending.pointee, late: late)
           guard case .release = next else { return (next, false) }
+          assert(sw_uptr_load(lock.checkoutThread) != scoped(me), "a closure's mark outlived it")
           lock.openGateIfClosed()
           return (next, lock.release())
         }
@@ -319,6 +320,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
         let (goesOn, dismissed) = lock.withHandOffLock { handOff.pointee.proxyKept(by: me) }
         dismissed?.grant(checkout: false)
         guard goesOn else { return }
+        // Handed back, and the closure is gone: drop the mark `finishCheckoutNow` set for
+        // its release, as after any entry. Left set, it outlived the run, and a later
+        // `withWriter` on this thread, finding the writer busy, took itself for its holder.
+        sw_uptr_store(lock.checkoutThread, 0)
         lock.closeGateIfWanted()  // released when the proxy was kept; see `lend`
       }
     }
