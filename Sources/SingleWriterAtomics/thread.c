@@ -19,6 +19,10 @@ uintptr_t sw_current_thread_slow(void) {
 #endif
 }
 
+_Thread_local void *sw_reading;
+
+void *sw_reading_current(void) { return sw_reading; }
+
 void sw_yield_thread(void) {
 #if defined(SINGLEWRITER_SCHED)
   if (sw_sched_yield()) return;

@@ -1291,7 +1291,7 @@ func waitUntil(_ condition: () -> Bool) async {
       precondition(box.read == 1)
     }
     let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
-    #expect(standardError.contains("same task holds through a proxy from `checkout()`"))
+    #expect(standardError.contains("same task took with `checkout()`. If this task still holds"))
   }
 
   @Test func aCancelledCheckoutThrowsWithoutCheckingOut() async {
@@ -2832,5 +2832,183 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
       exit(7)
     }
     #expect(result?.exitStatus == .exitCode(7), "\(exitReport(result))")
+  }
+}
+
+// MARK: - Self-deadlock marks
+
+/// The self-deadlock checks and the marks behind them (`checkoutThread`, `writingThread`,
+/// `gateThread`, `checkoutTask`): misuse stops with a message, and legal programs leave
+/// no mark behind.
+@Suite struct ThreadSafeSingleWriterMarkTests {
+  @Test func withWriterInsideReadOnTheSameThreadStopsWithAMessage() async throws {
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.exitStatus, \.standardErrorContent]
+    ) {
+      attackWatchdog(3, "withWriter inside read { }")
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.read { _ in box.withWriter { $0 += 1 } }
+      exit(7)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(!standardError.contains("WATCHDOG"), "hung silently: \(standardError)")
+    #expect(standardError.contains("ThreadSafeSingleWriter:"))
+  }
+
+  @Test func tryWriteInsideReadOnTheSameThreadStopsWithAMessage() async throws {
+    // tryWrite "returns nil if the writer is not free"; with only readers present it takes
+    // the checkout and waits for them, here for its own thread's reader slot.
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.exitStatus, \.standardErrorContent]
+    ) {
+      attackWatchdog(3, "tryWrite inside read { }")
+      let box = ThreadSafeSingleWriter(value: 0)
+      box.read { _ in _ = box.tryWrite { $0 += 1 } }
+      exit(7)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(!standardError.contains("WATCHDOG"), "hung silently: \(standardError)")
+    #expect(standardError.contains("ThreadSafeSingleWriter:"))
+  }
+
+  @Test func aProxyWriteInsideReadOnTheSameThreadStopsWithAMessage() async throws {
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.exitStatus, \.standardErrorContent]
+    ) {
+      attackWatchdog(3, "proxy write inside read { }")
+      let box = ThreadSafeSingleWriter(value: 0)
+      let proxy = box.writer!
+      box.read { _ in proxy.write += 1 }
+      exit(7)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(!standardError.contains("WATCHDOG"), "hung silently: \(standardError)")
+    #expect(standardError.contains("ThreadSafeSingleWriter:"))
+  }
+
+  @Test func awaitWriteAfterSendingTheCheckoutToAnotherTaskDoesNotCallItADeadlock()
+    async throws
+  {
+    // The documented pattern: check out, send the proxy to a detached task. The task that
+    // checked out then waits its turn, which comes when the detached task ends (2 s).
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.exitStatus, \.standardErrorContent]
+    ) {
+      attackWatchdog(10, "await write behind a proxy sent away")
+      let box = ThreadSafeSingleWriter(value: 0)
+      var proxy: ThreadSafeWriterProxy<Int>? = try await box.checkout()
+      Task.detached { [proxy] in
+        try? await Task.sleep(nanoseconds: 2_000_000_000)
+        proxy!.write += 1
+      }
+      proxy = nil
+      await box.write { $0 += 10 }
+      precondition(box.read == 11)
+      exit(7)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(result.exitStatus == .exitCode(7), "\(standardError)")
+    #expect(
+      !standardError.contains("This is a deadlock"),
+      "the warning asserts a deadlock it cannot know of: \(standardError)")
+  }
+
+  @Test func marksAreClearAfterKeptProxiesWaitersAndSuccessorsSettle() async throws {
+    for round in 0..<150 {
+      weak var weakBox: ThreadSafeSingleWriter<Int>?
+      let expected: Int
+      do {
+        let box = ThreadSafeSingleWriter(value: 0)
+        weakBox = box
+        let group = DispatchGroup()
+        var held = box.writer
+        // Kept proxies, released on another thread, on the serving thread, or inside the
+        // deinit of a captured object; closure writes that wait; a run over 1 ms.
+        DispatchQueue.global().async(group: group) {
+          box.writeNext { proxy in
+            // A thread of its own: on 2 cores, pool threads blocked in withWriter behind
+            // this proxy would keep a pool block that releases it from running.
+            group.enter()
+            let kept = Locked<ThreadSafeWriterProxy<Int>?>(proxy)
+            Thread.detachNewThread {
+              attackSpin(UInt64(round % 5) * 300_000)
+              kept.withLock {
+                $0?.write += 1
+                $0 = nil  // released before the group hears of it
+              }
+              group.leave()
+            }
+          }
+        }
+        DispatchQueue.global().async(group: group) {
+          let keeper = HoldsProxyThenQueues(box)
+          box.writeNext { proxy in
+            keeper.proxy = proxy
+            proxy.write += 1
+          }
+        }
+        DispatchQueue.global().async(group: group) {
+          for _ in 0..<50 { box.writeNext { $0.write += 1 } }
+        }
+        DispatchQueue.global().async(group: group) {
+          box.writeNext { proxy in
+            proxy.write += 1
+            attackSpin(1_500_000)
+          }
+          box.withWriter { $0 += 1 }
+        }
+        DispatchQueue.global().async(group: group) {
+          box.writeNext { $0.write += 1 }
+          box.withWriter { $0 += 1 }
+          _ = box.tryWrite { $0 += 1 }
+        }
+        attackSpin(UInt64(round % 3) * 200_000)
+        held = nil
+        _ = held
+        group.wait()
+        // A block lets go of what it captured just after it leaves the group: give a
+        // checkout still ending a second. A mark left behind stays for good.
+        let settled = attackNow() + 1_000_000_000
+        while box.lock.word.isCheckedOut, attackNow() < settled { usleep(100) }
+        expected = box.read
+        #expect(sw_uptr_load(box.lock.checkoutThread) == 0, "round \(round)")
+        #expect(sw_uptr_load(box.lock.writingThread) == 0, "round \(round)")
+        #expect(sw_uptr_load(box.lock.gateThread) == 0, "round \(round)")
+        #expect(sw_uptr_load(box.lock.checkoutTask) == 0, "round \(round)")
+        #expect(!box.lock.word.isCheckedOut, "round \(round)")
+      }
+      #expect(expected >= 156, "round \(round)")
+      // Blocks and threads let go of what they captured just after they signal the group.
+      let end = attackNow() + 1_000_000_000
+      while weakBox != nil, attackNow() < end { usleep(100) }
+      #expect(weakBox == nil, "round \(round): the container outlived its calls")
+    }
+  }
+
+  @Test func marksAreClearAfterCancelledCheckoutsAndQueuedAsyncWrites() async throws {
+    for round in 0..<100 {
+      let box = ThreadSafeSingleWriter(value: 0)
+      var held = box.writer
+      let writes = (0..<4).map { _ in Task { await box.write { $0 += 1 } } }
+      let checkouts = (0..<3).map { _ in
+        Task { () -> Bool in
+          guard let proxy = try? await box.checkout() else { return false }
+          proxy.write += 100
+          return true
+        }
+      }
+      try? await Task.sleep(nanoseconds: 200_000)
+      if round % 2 == 0 { checkouts[1].cancel() }
+      held = nil
+      _ = held
+      for write in writes { await write.value }
+      var taken = 0
+      for checkout in checkouts where await checkout.value { taken += 1 }
+      #expect(box.read == 4 + 100 * taken, "round \(round)")
+      #expect(sw_uptr_load(box.lock.checkoutThread) == 0, "round \(round)")
+      #expect(sw_uptr_load(box.lock.writingThread) == 0, "round \(round)")
+      #expect(sw_uptr_load(box.lock.gateThread) == 0, "round \(round)")
+      #expect(sw_uptr_load(box.lock.checkoutTask) == 0, "round \(round)")
+    }
   }
 }

@@ -138,8 +138,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       sw_print_error(
         """
         SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that this \
-        same task holds through a proxy from `checkout()`. This is a deadlock: release that \
-        proxy before waiting for the writer again.
+        same task took with `checkout()`. If this task still holds that proxy, this is a \
+        deadlock: release it before waiting for the writer again.
         """)
     }
   }

@@ -610,13 +610,17 @@ extension ThreadSafeSingleWriter where Value: Sendable & ~Copyable {
   ///
   /// Like ``read``, it never waits for a checkout, only for a write access in progress,
   /// so it sees whole writes; writes wait for `body` to return, so keep it short. Reading
-  /// from inside a closure write on the same thread stops the program, as ``read`` does.
+  /// from inside a closure write on the same thread stops the program, as ``read`` does,
+  /// and so does writing this container from inside `body` on the same thread, which
+  /// would wait for `body` to return: write after it has.
   @inlinable
   public func read<R: ~Copyable, E: Error>(
     _ body: (borrowing Value) throws(E) -> R
   ) throws(E) -> R {
     lock.beginRead()
+    let outer = sw_reading_swap(lock.sync)
     defer {
+      sw_reading_swap(outer)
       lock.endRead()
       _fixLifetime(self)  // `body` reads through `storage`, which the container frees
     }

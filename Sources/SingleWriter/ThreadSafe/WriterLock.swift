@@ -266,6 +266,13 @@ struct WriterLock {
         return
       case .stale: staleProxyFailure()
       case .wait:
+        if sw_reading_current() == UnsafeMutableRawPointer(sync), word.readers != 0 {
+          selfDeadlockFailure(
+            """
+            ThreadSafeSingleWriter: a write inside `read { }` on the same thread would wait \
+            forever for that read to end. Return what you need from the read, then write.
+            """)
+        }
         if word.isWriting, sw_uptr_load(writingThread) == me {
           selfDeadlockFailure(
             """

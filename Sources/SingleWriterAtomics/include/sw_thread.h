@@ -36,6 +36,21 @@ static inline uintptr_t sw_current_thread(void) {
 #endif
 }
 
+/// Marks the calling thread as inside a `read { }` closure of the container whose
+/// synchronization block is `container` (NULL: none), and returns the previous mark, for
+/// the caller to put back. A write from inside that closure on the same thread would wait
+/// forever for the read to end; the waiting paths look here to stop it with a message.
+/// Thread-local, so that concurrent readers each keep their own.
+static inline void *sw_reading_swap(void *container) {
+  extern _Thread_local void *sw_reading;  // thread.c
+  void *previous = sw_reading;
+  sw_reading = container;
+  return previous;
+}
+
+/// The calling thread's mark from `sw_reading_swap`.
+void *sw_reading_current(void);
+
 /// Gives up the rest of the calling thread's time slice (`sched_yield`,
 /// `SwitchToThread` on Windows).
 void sw_yield_thread(void);
