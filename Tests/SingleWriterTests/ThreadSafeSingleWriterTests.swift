@@ -1291,7 +1291,7 @@ func waitUntil(_ condition: () -> Bool) async {
       precondition(box.read == 1)
     }
     let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
-    #expect(standardError.contains("same task took with `checkout()`. If this task still holds"))
+    #expect(standardError.contains("If this task still holds that proxy, this is a deadlock"))
   }
 
   @Test func aCancelledCheckoutThrowsWithoutCheckingOut() async {
@@ -2841,6 +2841,37 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
 /// `gateThread`, `checkoutTask`): misuse stops with a message, and legal programs leave
 /// no mark behind.
 @Suite struct ThreadSafeSingleWriterMarkTests {
+  @Test func withWriterBehindThisTasksOwnCheckoutWarns() async throws {
+    // The warning names `checkout()` among the proxies it catches, but `checkout()` marks
+    // `checkoutThread` 0, so a task that blocks its thread in withWriter hangs silently.
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.exitStatus, \.standardErrorContent]
+    ) {
+      attackWatchdog(3, "withWriter behind this task's checkout()")
+      let box = ThreadSafeSingleWriter(value: 0)
+      let proxy = try await box.checkout()
+      proxy.write += 1
+      box.withWriter { $0 += 1 }
+      exit(7)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(standardError.contains("this is a deadlock"), "no warning: \(standardError)")
+  }
+  @Test func awaitWriteBehindThisTasksOwnWriterProxyWarns() async throws {
+    let result = try await #require(
+      processExitsWith: .failure, observing: [\.exitStatus, \.standardErrorContent]
+    ) {
+      attackWatchdog(3, "await write behind this task's writer proxy")
+      let box = ThreadSafeSingleWriter(value: 0)
+      let proxy = box.writer!
+      proxy.write += 1
+      await box.write { $0 += 1 }
+      exit(7)
+    }
+    let standardError = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(
+      standardError.lowercased().contains("this is a deadlock"), "no warning: \(standardError)")
+  }
   @Test func withWriterInsideReadOnTheSameThreadStopsWithAMessage() async throws {
     let result = try await #require(
       processExitsWith: .failure, observing: [\.exitStatus, \.standardErrorContent]

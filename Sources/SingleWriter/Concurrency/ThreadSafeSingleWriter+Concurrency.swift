@@ -100,6 +100,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
     let me = currentTaskID()
+    let thread = sw_current_thread()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         waiter.continuation = continuation
@@ -109,7 +110,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           return
         }
         // Waiting behind a checkout this task holds may never end: warn after a second.
-        if me != 0, sw_uptr_load(lock.checkoutTask) == me { warnIfStillWaiting(waiter, task: me) }
+        // One it took with `checkout()` carries its id; one it took with `writer` (or kept
+        // from a `writeNext` closure) carries the thread it was on, this one if it has not
+        // suspended since.
+        if me != 0, holdsCheckout(task: me, thread: thread) {
+          warnIfStillWaiting(waiter, task: me, thread: thread)
+        }
         enqueue(entry(waiter), atFront: atFront)
       }
     } onCancel: {
@@ -123,23 +129,30 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     }
   }
 
+  /// Whether the checkout looks like the waiting task's own: taken with `checkout()` by
+  /// `task`, or with `writer` on `thread`, where the task runs.
+  func holdsCheckout(task: UInt, thread: UInt) -> Bool {
+    sw_uptr_load(lock.checkoutTask) == task || sw_uptr_load(lock.checkoutThread) == thread
+  }
+
   /// After a second, warns on standard error if `waiter` still waits while its own task
-  /// holds the checkout through `checkout()`: a wait that can never end.
+  /// seems to hold the checkout: a wait that can never end if it still does.
   ///
   /// Only a task that holds the checkout as it queues can be in that state (it cannot
   /// check out while it waits), so no other wait starts the timer.
-  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
+  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt, thread: UInt) {
     Task { [weak self] in
       try? await Task.sleep(nanoseconds: 1_000_000_000)
       // `self` held across the loads: the container frees the lock's memory.
       guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
-        sw_uptr_load(self.lock.checkoutTask) == task
+        self.holdsCheckout(task: task, thread: thread)
       else { return }
       sw_print_error(
         """
         SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that this \
-        same task took with `checkout()`. If this task still holds that proxy, this is a \
-        deadlock: release it before waiting for the writer again.
+        same task took, with `checkout()` or `writer` (or a `writeNext` closure that kept \
+        its proxy). If this task still holds that proxy, this is a deadlock: release it \
+        before waiting for the writer again.
         """)
     }
   }

@@ -517,7 +517,12 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // Waited over a millisecond: join the queue, and be handed the checkout in turn.
     let waiter = Waiter()
     enqueue(.waiter(waiter))
-    waiter.wait(sleepingOnGateOf: lock) { sw_uptr_load(lock.checkoutThread) == me }
+    // A checkout this thread took, or this task with `checkout()`, may never come back.
+    let task = currentTaskID()
+    waiter.wait(sleepingOnGateOf: lock) {
+      sw_uptr_load(lock.checkoutThread) == me
+        || (task != 0 && sw_uptr_load(lock.checkoutTask) == task)
+    }
     lock.beginClosureWrite()
   }
 }

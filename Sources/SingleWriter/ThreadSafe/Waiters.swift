@@ -104,9 +104,9 @@ final class Waiter: @unchecked Sendable {
         warned = true
         sw_print_error(
           """
-          SingleWriter: withWriter has waited 1 s for a checkout that this same thread \
-          holds through a proxy (from `writer`, `checkout()`, or a `writeNext` closure that \
-          kept it). If this thread still holds that proxy, this is a deadlock: release it \
+          SingleWriter: withWriter has waited 1 s for a checkout that this same thread or \
+          task holds through a proxy (from `writer`, `checkout()`, or a `writeNext` closure that \
+          kept it). If it still holds that proxy, this is a deadlock: release it \
           before calling withWriter.
           """)
       }
