@@ -30,14 +30,28 @@ struct ScheduleScenarioTests {
     return container
   }
 
+  /// A new container whose closure writes take the priority gate, and whose `withWriter`
+  /// parks at once (its spin budget is nothing: spinning hands the baton on every pause).
+  static func makeGatedContainer() -> Container {
+    let container = makeContainer()
+    sw_store_release(container.lock.spinRounds, 0)
+    container.lock.wantGate()
+    return container
+  }
+
+  /// Whether the calling thread is still marked as running a closure of `container`: once
+  /// its calls have returned, a mark left would make its next `withWriter` take itself
+  /// for the holder.
+  static func leftMarked(_ container: Container) -> Bool {
+    sw_uptr_load(container.lock.checkoutThread) == scoped(sw_current_thread())
+  }
+
   /// Nothing queued, the gate open, and the writer can be checked out (and is released
   /// again).
   static func isFreeAndEmpty(_ container: Container) -> String? {
     let pending = container.pendingCount
     if pending != 0 { return "\(pending) write(s) still queued" }
-    if sw_uptr_load(container.lock.gateThread) != 0 { return "the gate is still held" }
-    guard sw_gate_trylock(container.lock.gate) else { return "the gate is still locked" }
-    sw_gate_unlock(container.lock.gate)
+    if let failure = gateIdleFailure(container) { return failure }
     guard let writer = container.writer else { return "the writer is still checked out" }
     withExtendedLifetime(writer) {}
     return nil
@@ -450,9 +464,7 @@ struct ScheduleScenarioTests {
   @Test func aWithWriterSleepsOnTheGateOfAClosureWrite() {
     var reached = 0
     Scheduler.check(pct: 1_000, exhaustive: 5_000) {
-      let container = Self.makeContainer()
-      sw_store_release(container.lock.spinRounds, 0)
-      container.lock.wantGate()
+      let container = Self.makeGatedContainer()
       let journal = ScheduleJournal()
       return Scheduler.Run(
         threads: [
@@ -483,16 +495,15 @@ struct ScheduleScenarioTests {
 
   /// A `withWriter` that waits over a millisecond behind a proxy queues behind two
   /// bodies; the release then serves the first holding the gate, and the queued
-  /// `withWriter` sleeps on the gate or on its own flag. Either way the server releases the gate before it grants the
-  /// writer, and the waiter runs; a kept proxy released on a third thread ends it all.
+  /// `withWriter` sleeps on the gate or on its own flag. Either way the server releases
+  /// the gate before it grants the writer, and the waiter runs; a kept proxy released on
+  /// a third thread ends it all.
   @Test func aQueuedWithWriterAndAKeptProxyPassTheGate() {
     var reached = 0
     // Virtual time moves 10 µs per scheduling point, so that the milliseconds pass in a
     // few hundred points.
     Scheduler.check(pct: 300, exhaustive: 1_000, tick: 10_000, allowsTimeouts: true) {
-      let container = Self.makeContainer()
-      sw_store_release(container.lock.spinRounds, 0)
-      container.lock.wantGate()
+      let container = Self.makeGatedContainer()
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       let kept = ScheduleBox<ThreadSafeWriterProxy<Int>>()
@@ -532,16 +543,13 @@ struct ScheduleScenarioTests {
   }
 
   /// A queued body keeps its proxy and a third thread drops it at once, racing the
-  /// gated server's end of the lend, while a withWriter waits and a later body is queued.
-  /// When the third thread's reference goes first, the server's own is the last: the
-  /// checkout is handed back to its run, which marks the thread as the closure's for the
-  /// release. That mark must not outlive the run (chaos mode found a `withWriter` that
-  /// took itself for the holder, 2 runs in 40).
+  /// gated server's end of the lend, while a `withWriter` waits: the gate must pass
+  /// whether the proxy is kept, retired or handed back. The waiter's grant also clears a
+  /// handed-back mark, so the mark itself is the subject of
+  /// `aCheckoutHandedBackLeavesNoMarkBehind`, which has no waiter.
   @Test func aKeptProxyDroppedElsewhereRacesAGatedServer() {
     Scheduler.check(pct: 500, exhaustive: 2_000, tick: 10_000, allowsTimeouts: true) {
-      let container = Self.makeContainer()
-      sw_store_release(container.lock.spinRounds, 0)
-      container.lock.wantGate()
+      let container = Self.makeGatedContainer()
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       let kept = ScheduleBox<ThreadSafeWriterProxy<Int>>()
@@ -554,9 +562,7 @@ struct ScheduleScenarioTests {
             container.writeNext { proxy in kept.strong = proxy }  // last: the run ends with it
             journal.leave()
             held.strong = nil
-            // This thread's calls have returned: it must not still be marked as the
-            // writer's closure, or its next `withWriter` takes itself for the holder.
-            if sw_uptr_load(container.lock.checkoutThread) == scoped(sw_current_thread()) {
+            if Self.leftMarked(container) {
               journal.notes.append("the release left this thread marked as the writer")
             }
           },
@@ -597,7 +603,7 @@ struct ScheduleScenarioTests {
             container.writeNext { proxy in kept.strong = proxy }
             journal.leave()
             held.strong = nil  // serves A.1, then the body that keeps its proxy
-            if sw_uptr_load(container.lock.checkoutThread) == scoped(sw_current_thread()) {
+            if Self.leftMarked(container) {
               journal.notes.append("the run left this thread marked as the writer's closure")
             }
           },

@@ -819,15 +819,6 @@ final class Log: @unchecked Sendable {
     sw_uptr_load(box.lock.gateThread)
   }
 
-  /// The gate is free: nobody is recorded as holding it, and it can be taken.
-  func gateIsFree(_ box: ThreadSafeSingleWriter<Int>) -> Bool {
-    guard sw_uptr_load(box.lock.gateThread) == 0, sw_gate_trylock(box.lock.gate) else {
-      return false
-    }
-    sw_gate_unlock(box.lock.gate)
-    return true
-  }
-
   @Test func closureWritesTakeTheGateOnceAThreadHasSleptForTheWriter() {
     let box = ThreadSafeSingleWriter(value: 0)
     let me = sw_current_thread()
@@ -844,7 +835,7 @@ final class Log: @unchecked Sendable {
     #expect(slept, "the waiting thread never slept")
     #expect(box.withWriter { _ in gateHolder(box) } == me)
     #expect(box.tryWrite { _ in gateHolder(box) } == me)
-    #expect(gateIsFree(box), "the gate outlived the write")
+    #expect(gateIdleFailure(box) == nil, "the gate outlived the write")
     #expect(box.read == 1)
   }
 
@@ -863,7 +854,7 @@ final class Log: @unchecked Sendable {
     done.wait()
     #expect(sleptOnGate, "the waiter slept elsewhere, where its priority boosts nobody")
     #expect(box.read == 2)
-    #expect(gateIsFree(box))
+    #expect(gateIdleFailure(box) == nil)
   }
 
   @Test func theGateIsLeftOpenAfterAQuietSpell() {
@@ -872,10 +863,19 @@ final class Log: @unchecked Sendable {
     box.lock.wantGate()
     var gated = 0
     for _ in 0..<WriterLock.gateSpan {
-      if box.tryWrite({ _ in gateHolder(box) }) == me { gated += 1 }
+      if box.tryWrite({ value in
+        value += 1
+        return gateHolder(box)
+      }) == me {
+        gated += 1
+      }
     }
     #expect(gated == Int(WriterLock.gateSpan))
+    #expect(!gateFlag(box), "the flag outlived the span")
+    #expect(gateIdleFailure(box) == nil)
     #expect(box.tryWrite { _ in gateHolder(box) } == 0, "a container nobody waits for pays")
+    box.withWriter { _ in #expect(gateHolder(box) == 0) }
+    #expect(box.read == Int(WriterLock.gateSpan))
   }
 
   @Test func proxiesNeverTakeTheGate() {
@@ -885,7 +885,7 @@ final class Log: @unchecked Sendable {
     held?.write += 1
     #expect(gateHolder(box) == 0, "a proxy may move to another thread, which could not open it")
     held = nil
-    #expect(gateIsFree(box))
+    #expect(gateIdleFailure(box) == nil)
   }
 
   @Test func theThreadServingTheQueueHoldsTheGateUntilItHandsOver() {
@@ -914,7 +914,7 @@ final class Log: @unchecked Sendable {
     released.wait()
     box.withWriter { $0 += 1 }
     #expect(box.read == 3)
-    #expect(gateIsFree(box))
+    #expect(gateIdleFailure(box) == nil)
     _ = held
   }
 
@@ -941,7 +941,7 @@ final class Log: @unchecked Sendable {
     #expect(queued, "the withWriter never queued")
     #expect(sleptOnGate.withLock { $0 }, "the queued waiter did not sleep on the gate")
     #expect(box.read == 2)
-    #expect(gateIsFree(box))
+    #expect(gateIdleFailure(box) == nil)
     _ = held
   }
 
@@ -2263,6 +2263,16 @@ func gateIdleFailure(_ box: ThreadSafeSingleWriter<Int>) -> String? {
   return nil
 }
 
+/// In a stress test's child, once every call has returned: stops the child unless the
+/// value is `value`, nothing is queued and the gate is free.
+func preconditionSettled(
+  _ box: ThreadSafeSingleWriter<Int>, value: Int, _ context: String = ""
+) {
+  precondition(box.read == value, "\(context)value \(box.read), not \(value)")
+  precondition(box.pendingCount == 0, "\(context)still queued")
+  if let failure = gateIdleFailure(box) { preconditionFailure(context + failure) }
+}
+
 func gateFlag(_ box: ThreadSafeSingleWriter<Int>) -> Bool {
   sw_load_relaxed(box.lock.sequence) & SW_SEQ_GATE_WANTED != 0
 }
@@ -2335,24 +2345,6 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
 
 @Suite(.serialized) struct ThreadSafeSingleWriterGateTests {
   // MARK: Promise 6: the flag and the span
-
-  @Test func theSpanEndsAfter1024GatedWrites() {
-    let box = ThreadSafeSingleWriter(value: 0)
-    box.lock.wantGate()
-    var gated = 0
-    for _ in 0..<1_100 {
-      box.tryWrite { value in
-        if sw_uptr_load(box.lock.gateThread) == sw_current_thread() { gated += 1 }
-        value += 1
-      }
-    }
-    #expect(gated == 1_024, "gated \(gated)")
-    #expect(!gateFlag(box), "the flag outlived the span")
-    #expect(gateIdleFailure(box) == nil)
-    // withWriter and await-less paths after the span: no gate.
-    box.withWriter { _ in #expect(sw_uptr_load(box.lock.gateThread) == 0) }
-    #expect(box.read == 1_100)
-  }
 
   @Test func aGatedWriteReleasesWhenTheSpanRunsOutOrIsRearmedMidWrite() {
     let box = ThreadSafeSingleWriter(value: 0)
@@ -2610,9 +2602,7 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
       stop.set()
       usleep(1_000)
       box.withWriter { _ in }
-      precondition(box.read == expected.count, "value \(box.read), not \(expected.count)")
-      precondition(box.pendingCount == 0, "still queued")
-      if let failure = gateIdleFailure(box) { preconditionFailure(failure) }
+      preconditionSettled(box, value: expected.count)
       exit(7)
     }
     #expect(result?.exitStatus == .exitCode(7), "\(exitReport(result))")
@@ -2648,9 +2638,7 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
       }
       group.wait()
       stop.set()
-      precondition(box.read == 4 * perThread, "value \(box.read), not \(4 * perThread)")
-      precondition(box.pendingCount == 0, "still queued")
-      if let failure = gateIdleFailure(box) { preconditionFailure(failure) }
+      preconditionSettled(box, value: 4 * perThread)
       exit(7)
     }
     #expect(result?.exitStatus == .exitCode(7), "\(exitReport(result))")
@@ -2726,9 +2714,7 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
       threads.wait()
       stop.set()
       observer.cancel()
-      precondition(box.read == expected.count, "value \(box.read), not \(expected.count)")
-      precondition(box.pendingCount == 0, "still queued")
-      if let failure = gateIdleFailure(box) { preconditionFailure(failure) }
+      preconditionSettled(box, value: expected.count)
       exit(7)
     }
     #expect(result?.exitStatus == .exitCode(7), "\(exitReport(result))")
@@ -2781,9 +2767,7 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
           done.wait()
         }
         waiter.wait()
-        precondition(box.read == ran.count + 2 * (round + 1), "round \(round): \(box.read)")
-        precondition(box.pendingCount == 0, "still queued")
-        if let failure = gateIdleFailure(box) { preconditionFailure("round \(round): \(failure)") }
+        preconditionSettled(box, value: ran.count + 2 * (round + 1), "round \(round): ")
       }
       exit(7)
     }
