@@ -19,9 +19,15 @@ uintptr_t sw_current_thread_slow(void) {
 #endif
 }
 
-_Thread_local void *sw_reading;
+_Thread_local sw_reading_marks sw_reading;
 
-void *sw_reading_current(void) { return sw_reading; }
+bool sw_reading_contains(const void *container) {
+  uint32_t depth = sw_reading.depth < SW_READING_DEPTH ? sw_reading.depth : SW_READING_DEPTH;
+  for (uint32_t i = 0; i < depth; i++) {
+    if (sw_reading.containers[i] == container) return true;
+  }
+  return false;
+}
 
 void sw_yield_thread(void) {
 #if defined(SINGLEWRITER_SCHED)

@@ -112,7 +112,12 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   public func tryWrite<R: ~Copyable, E: Error>(
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R? {
-    guard lock.tryBeginClosureWrite() else { return nil }
+    guard lock.tryBeginClosureWrite() else {
+      // Refused, but inside this container's `read { }` it would have waited forever had
+      // the writer been free: stop either way, so the misuse never depends on timing.
+      lock.stopIfReading()
+      return nil
+    }
     return try runClosureWrite(body)
   }
 
@@ -431,15 +436,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   @usableFromInline
   func waitForClosureWrite() {
     let me = sw_current_thread()
-    if sw_uptr_load(lock.checkoutThread) == scoped(me) {
-      selfDeadlockFailure(
-        """
-        ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
-        `await write` or a writeNext body), or inside an observer that a checkout's end is \
-        calling, on the same thread would wait forever for that write to end. Change the \
-        value you were given, or use writeNext to queue this write behind it.
-        """)
-    }
+    lock.stopIfWaitingForItself(me)
     var parkedSince: UInt64 = 0
     // Spin, looking again after 1, 2, 4, ... pauses, then park. The spin is adaptive:
     // one that ends with the writer raises the budget for the next waiter (up to 127
@@ -623,9 +620,9 @@ extension ThreadSafeSingleWriter where Value: Sendable & ~Copyable {
     _ body: (borrowing Value) throws(E) -> R
   ) throws(E) -> R {
     lock.beginRead()
-    let outer = sw_reading_swap(lock.sync)
+    sw_reading_push(lock.sync)
     defer {
-      sw_reading_swap(outer)
+      sw_reading_pop()
       lock.endRead()
       _fixLifetime(self)  // `body` reads through `storage`, which the container frees
     }

@@ -266,14 +266,8 @@ struct WriterLock {
         return
       case .stale: staleProxyFailure()
       case .wait:
-        if sw_reading_current() == UnsafeMutableRawPointer(sync), word.readers != 0 {
-          selfDeadlockFailure(
-            """
-            ThreadSafeSingleWriter: a write inside `read { }` on the same thread would wait \
-            forever for that read to end. Return what you need from the read, then write.
-            """)
-        }
-        if word.isWriting, sw_uptr_load(writingThread) == me {
+        stopIfReading()
+        if isAccessing(me) {
           selfDeadlockFailure(
             """
             ThreadSafeSingleWriter: a write access through a proxy inside another write on \
@@ -413,6 +407,51 @@ struct WriterLock {
     sw_gate_lock(gate)
     sw_gate_unlock(gate)
     return true
+  }
+
+  // MARK: Waits a thread would block itself
+
+  /// Whether this thread holds a write access (a closure write's body, or an access
+  /// through a proxy) that a wait for the writer or the value would wait behind.
+  @inlinable func isAccessing(_ me: UInt) -> Bool {
+    sw_uptr_load(writingThread) == me && word.isWriting
+  }
+
+  /// Stops a write to this container from inside one of its `read { }` closures on this
+  /// thread, at any depth of nested reads: the write would wait forever for that read.
+  /// Every path of a write that could wait asks, before it waits or is refused.
+  @usableFromInline func stopIfReading() {
+    guard sw_reading_contains(sync) else { return }
+    selfDeadlockFailure(
+      """
+      ThreadSafeSingleWriter: a write inside `read { }` on the same thread would wait \
+      forever for that read to end. Return what you need from the read, then write.
+      """)
+  }
+
+  /// Stops a wait for the writer that this thread itself holds up: from a closure write's
+  /// body or a served queue (marked in `checkoutThread`), from inside a write access
+  /// through a proxy, or from inside `read { }`. Proxies held outside an access are not
+  /// stopped: they may have gone to another thread, so their wait only warns.
+  @usableFromInline func stopIfWaitingForItself(_ me: UInt) {
+    if sw_uptr_load(checkoutThread) == scoped(me) {
+      selfDeadlockFailure(
+        """
+        ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
+        `await write` or a writeNext body), or inside an observer that a checkout's end is \
+        calling, on the same thread would wait forever for that write to end. Change the \
+        value you were given, or use writeNext to queue this write behind it.
+        """)
+    }
+    if isAccessing(me) {
+      selfDeadlockFailure(
+        """
+        ThreadSafeSingleWriter: withWriter inside a write access through a proxy (say a \
+        mutating method called through `proxy.write`) on the same thread would wait forever \
+        for that access to end. Write through the proxy, or call withWriter after the access.
+        """)
+    }
+    stopIfReading()
   }
 
   // MARK: Sleeping

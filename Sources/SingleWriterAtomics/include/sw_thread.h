@@ -3,6 +3,7 @@
 #ifndef SW_THREAD_H
 #define SW_THREAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 // The thread-pointer builtin is used only where what it reads has been checked: on
@@ -36,20 +37,37 @@ static inline uintptr_t sw_current_thread(void) {
 #endif
 }
 
+/// How many nested `read { }` closures a thread's marks name; deeper ones are counted but
+/// not named, so a write inside them is not caught.
+#define SW_READING_DEPTH 8
+
+/// The containers whose `read { }` closures the calling thread is inside, innermost last.
+typedef struct sw_reading_marks {
+  uint32_t depth;
+  void *containers[SW_READING_DEPTH];
+} sw_reading_marks;
+
 /// Marks the calling thread as inside a `read { }` closure of the container whose
-/// synchronization block is `container` (NULL: none), and returns the previous mark, for
-/// the caller to put back. A write from inside that closure on the same thread would wait
-/// forever for the read to end; the waiting paths look here to stop it with a message.
-/// Thread-local, so that concurrent readers each keep their own.
-static inline void *sw_reading_swap(void *container) {
-  extern _Thread_local void *sw_reading;  // thread.c
-  void *previous = sw_reading;
-  sw_reading = container;
-  return previous;
+/// synchronization block is `container`, until the matching `sw_reading_pop`. A write to
+/// that container from inside the closure on the same thread would wait forever for the
+/// read to end; the waiting paths ask `sw_reading_contains` to stop it with a message.
+/// Every enclosing read keeps its mark, so a write to the outer container from inside a
+/// nested read of another is caught too. Thread-local: concurrent readers keep their own.
+static inline void sw_reading_push(void *container) {
+  extern _Thread_local sw_reading_marks sw_reading;  // thread.c
+  uint32_t depth = sw_reading.depth;
+  if (depth < SW_READING_DEPTH) sw_reading.containers[depth] = container;
+  sw_reading.depth = depth + 1;
 }
 
-/// The calling thread's mark from `sw_reading_swap`.
-void *sw_reading_current(void);
+/// Ends the innermost mark from `sw_reading_push`.
+static inline void sw_reading_pop(void) {
+  extern _Thread_local sw_reading_marks sw_reading;
+  sw_reading.depth -= 1;
+}
+
+/// Whether the calling thread is inside a `read { }` closure of `container`.
+bool sw_reading_contains(const void *container);
 
 /// Gives up the rest of the calling thread's time slice (`sched_yield`,
 /// `SwitchToThread` on Windows).
