@@ -14,6 +14,8 @@ struct FIFO<Element> {
 
   @inlinable var count: Int { storage.count - head }
 
+  @inlinable var first: Element? { head < storage.count ? storage[head] : nil }
+
   @inlinable mutating func append(_ element: Element) {
     storage.append(element)
   }

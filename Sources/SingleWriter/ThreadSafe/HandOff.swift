@@ -38,9 +38,22 @@ struct HandOff<Entry> {
   @usableFromInline var arrived: UInt64 = 0
   @usableFromInline var taken: UInt64 = 0
   /// The server owes every entry up to this one: those queued before it began serving,
-  /// and those that its own thread queues (nested writes). It hands the queue on only
-  /// once they have run, so that a release returns only after the writes it promises.
+  /// and the follow-ups that owed entries queue from its thread (nested writes), with
+  /// whatever queued ahead of them. It hands the queue on only once they have run, so
+  /// that a release returns only after the writes it promises, and never later: the
+  /// follow-ups of other threads' writes, which it runs on borrowed time, owe nothing.
+  /// Entries are counted by position in the order the servers run them.
   @usableFromInline var owedThrough: UInt64 = 0
+  /// The entries up to this position were queued before the server began.
+  @usableFromInline var owedBefore: UInt64 = 0
+  /// The positions of the follow-ups that owed entries queued, in order; owed too.
+  @usableFromInline var owedFollowUps = FIFO<UInt64>()
+  /// Entries popped to run, by every server: the position of the one running now.
+  /// Touched only by the checkout's holder, with no lock.
+  @usableFromInline var ran: UInt64 = 0
+  /// Whether the entry running now is owed, so that its follow-ups are. Touched only by
+  /// the serving thread: `arrive` reads it only from that thread.
+  @usableFromInline var runningOwed = false
   /// The server has served other threads past its time: the next thread to queue from
   /// elsewhere becomes its successor.
   @usableFromInline var successorWanted = false
@@ -70,16 +83,28 @@ struct HandOff<Entry> {
   }
 
   /// `thread` queues `entry`, at the back, or at the front for a task whose turn came
-  /// and that lost the writer to a running thread.
+  /// and that lost the writer to a running thread. Only a thread that waits for the
+  /// call's return (`mayServe`: `writeNext`, `withWriter`) may be chosen to take over
+  /// serving; a task's entry never is, since its thread must not serve before it suspends.
   @inlinable mutating func arrive(
-    _ entry: Entry, from thread: UInt, atFront: Bool = false
+    _ entry: Entry, from thread: UInt, atFront: Bool = false, mayServe: Bool = true
   ) -> Arrival {
-    if atFront { inbox.prepend(entry) } else { inbox.append(entry) }
+    if atFront {
+      inbox.prepend(entry)
+      if !owedFollowUps.isEmpty { shiftOwedFollowUps() }
+    } else {
+      inbox.append(entry)
+    }
     arrived &+= 1
     var chosen: Waiter?
     if thread == server {
-      owedThrough = arrived
-    } else if successorWanted, successor == nil {
+      // A nested write: owed if the entry that queued it is, at its place in line.
+      if runningOwed, !atFront {
+        let position = taken &+ UInt64(inbox.count)
+        owedFollowUps.append(position)
+        owedThrough = max(owedThrough, position)
+      }
+    } else if mayServe, successorWanted, successor == nil {
       successorWanted = false
       chosen = Waiter()
       successor = chosen
@@ -87,6 +112,16 @@ struct HandOff<Entry> {
     let yield = chosen == nil && inbox.count > 4_096 && server != 0 && server != thread
     defer { queued = true }
     return Arrival(setQueued: !queued, yield: yield, successor: chosen)
+  }
+
+  /// A task's `checkout()` queued and found the checkout free, so took it (`Arrival`'s
+  /// `setQueued`): its entry, first in the inbox, is taken out, and the task holds the
+  /// checkout. It is handed over at once, since no thread can wait for the task's claim
+  /// while it runs the task's own enqueue.
+  @inlinable mutating func takeOwnEntry() {
+    _ = inbox.popFirst()
+    taken &+= 1
+    ran &+= 1
   }
 
   /// What a checkout's end does with the hand-off.
@@ -113,6 +148,26 @@ struct HandOff<Entry> {
   @inlinable mutating func beginServing(_ thread: UInt) {
     server = thread
     owedThrough = arrived
+    owedBefore = arrived
+    owedFollowUps = FIFO()
+  }
+
+  /// The holder pops the next entry to run: records whether the server owes it.
+  @inlinable mutating func beginEntry() {
+    ran &+= 1
+    runningOwed = ran <= owedBefore
+    while let first = owedFollowUps.first, first <= ran {
+      _ = owedFollowUps.popFirst()
+      if first == ran { runningOwed = true }
+    }
+  }
+
+  /// An entry went in at the front: the owed follow-ups still in the inbox move back one.
+  @usableFromInline mutating func shiftOwedFollowUps() {
+    var shifted = FIFO<UInt64>()
+    owedFollowUps.forEach { shifted.append($0 > taken ? $0 &+ 1 : $0) }
+    owedFollowUps = shifted
+    if owedThrough > taken { owedThrough &+= 1 }
   }
 
   /// The successor withdrew before the hand-over: `thread` serves on, late as it was.

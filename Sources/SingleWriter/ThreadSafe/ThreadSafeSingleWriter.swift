@@ -194,18 +194,36 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// touches the state word: it sets `queued`, taking a free checkout with it. The holder
   /// clears `queued` under the same lock, only with the inbox empty, so an entry is either
   /// seen by the holder's next batch or finds the checkout free and serves itself.
+  ///
+  /// A task's entry (`await write`, `checkout()`) is never chosen to take over serving:
+  /// its thread runs the task's enqueue, and must not serve others' writes before the task
+  /// has suspended. If it finds the checkout free, its own entry is the first to run.
   @inlinable
   func enqueue(_ entry: Pending, atFront: Bool = false) {
     let me = sw_current_thread()
+    let mayServe: Bool
+    switch entry {
+    case .write, .waiter: mayServe = true
+    case .asyncWrite, .checkout: mayServe = false
+    }
     let (arrival, tookOver) = lock.withHandOffLock {
-      let arrival = handOff.pointee.arrive(entry, from: me, atFront: atFront)
-      return (arrival, arrival.setQueued && lock.markQueued())
+      let arrival = handOff.pointee.arrive(entry, from: me, atFront: atFront, mayServe: mayServe)
+      let tookOver = arrival.setQueued && lock.markQueued()
+      if tookOver, case .checkout = entry { handOff.pointee.takeOwnEntry() }
+      return (arrival, tookOver)
     }
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
     // up the rest of this time slice (the call still returns without waiting), so that
     // on a machine with fewer cores than writers that thread gets to run.
     if arrival.yield { sw_yield_thread() }
-    if tookOver { return finishCheckout(self) }
+    if tookOver {
+      // A `checkout()` that took the free checkout holds it now: handed over directly.
+      if case .checkout(let waiter) = entry {
+        sw_uptr_store(lock.checkoutThread, 0)
+        if waiter.handOverUnclaimed() { return }
+      }
+      return finishCheckout(self)
+    }
     if let successor = arrival.successor { takeOverServing(successor) }
   }
 
@@ -341,6 +359,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// Runs the oldest pending entry. The entry is released before this returns.
   @inlinable
   func runNext(_ me: UInt) -> Served {
+    handOff.pointee.beginEntry()
     sw_uptr_store(lock.checkoutThread, scoped(me))
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):

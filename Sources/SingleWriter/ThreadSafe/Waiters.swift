@@ -54,9 +54,19 @@ final class TaskWaiter: @unchecked Sendable {
   /// The woken task: claims the writer, and blocks the few instructions it takes the
   /// server, which is waiting for this, to hand it over. `false` if the offer expired.
   @usableFromInline func claim() -> Bool {
+    if sw_load_acquire(state) == TaskWaiter.handed { return true }  // see handOverUnclaimed
     guard transition(from: TaskWaiter.granted, to: TaskWaiter.claimed) else { return false }
     sw_wake_all(state)
     while sw_load_acquire(state) != TaskWaiter.handed { sw_wait(state, TaskWaiter.claimed) }
+    return true
+  }
+
+  /// The task's own enqueue took the free checkout for it: it is the task's before the
+  /// task suspends, with no claim (the thread running that enqueue is the task's own).
+  /// `false` if the task was cancelled first: the checkout is then the caller's to end.
+  @usableFromInline func handOverUnclaimed() -> Bool {
+    guard transition(from: TaskWaiter.waiting, to: TaskWaiter.handed) else { return false }
+    continuation.take().unsafelyUnwrapped.resume(returning: true)
     return true
   }
 

@@ -1,0 +1,128 @@
+import Foundation
+import SingleWriter
+import Testing
+
+// The promises of "Writes that wait their turn" on who serves the queue: a thread that ends
+// a checkout serves what it owes (what was queued before, and what those writes queue in
+// turn) and other threads' writes for about a millisecond only, whatever the bodies queue;
+// and an `await write` never serves other threads' writes before its task has suspended.
+
+/// Set on the task while its `await write` is on its way: its own body has not run yet.
+final class AsyncWriteProbe: Sendable {
+  private let ownBodyRan = Locked(false)
+  var hasRun: Bool { ownBodyRan.withLock { $0 } }
+  func ran() { ownBodyRan.withLock { $0 = true } }
+  @TaskLocal static var current: AsyncWriteProbe?
+}
+
+@Suite(.serialized) struct ServingBoundTests {
+  /// Two threads keep queueing writes whose bodies each queue a follow-up, while a thread
+  /// releases a checkout behind which it queued its own writes, which queue follow-ups
+  /// too. The release returns while the others still queue (they stop only once it has,
+  /// or after 5 s), having run its own writes and their follow-ups.
+  @Test func aReleaseReturnsWhileOthersKeepQueueingFollowUps() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let returned = SharedFlag()
+    let mine = Locked(0)
+    let feeders = DispatchGroup()
+    let start = Date()
+    var held = box.writer
+    for _ in 0..<2 {
+      feeders.enter()
+      Thread.detachNewThread {
+        while !returned.isSet, Date().timeIntervalSince(start) < 5 {
+          box.writeNext { proxy in
+            proxy.write += 1
+            box.writeNext { $0.write += 1 }
+          }
+        }
+        feeders.leave()
+      }
+    }
+    Thread.sleep(forTimeInterval: 0.01)  // the feeders are queueing
+    for _ in 0..<100 {
+      box.writeNext { proxy in
+        proxy.write += 1
+        mine.withLock { $0 += 1 }
+        box.writeNext { _ in mine.withLock { $0 += 1 } }
+      }
+    }
+    held = nil  // this thread serves
+    _ = held
+    let served = Date().timeIntervalSince(start)
+    let feedersStillQueueing = !returned.isSet && served < 5
+    returned.set()
+    feeders.wait()
+    #expect(feedersStillQueueing, "the release served until the others stopped (\(served) s)")
+    #expect(mine.withLock { $0 } >= 200, "its own writes and their follow-ups ran first")
+    // Everything queued has run once every call has returned.
+    #expect(box.withWriter { $0 } == box.read)
+  }
+
+  /// Two threads stream `writeNext` behind slow bodies, so the serving thread is late and
+  /// looks for a successor, while tasks keep calling `await write` for half a second. A task's thread never
+  /// runs another thread's body while its own write has not run: it would be serving
+  /// before suspending.
+  @Test func anAwaitWriteNeverServesOthersBeforeItsOwnBodyRuns() async {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let violations = Locked(0)
+    let stop = SharedFlag()
+    let feeders = DispatchGroup()
+    let queued = Locked(0)
+    for _ in 0..<2 {
+      feeders.enter()
+      Thread.detachNewThread {
+        while !stop.isSet {
+          queued.withLock { $0 += 1 }
+          box.writeNext { proxy in
+            if let probe = AsyncWriteProbe.current, !probe.hasRun {
+              violations.withLock { $0 += 1 }
+            }
+            let until = DispatchTime.now().uptimeNanoseconds + 20_000
+            while DispatchTime.now().uptimeNanoseconds < until {}
+            proxy.write += 1
+          }
+        }
+        feeders.leave()
+      }
+    }
+    let writes = Locked(0)
+    let start = Date()
+    await withTaskGroup(of: Void.self) { group in
+      for _ in 0..<8 {
+        group.addTask {
+          while Date().timeIntervalSince(start) < 0.5 {
+            writes.withLock { $0 += 1 }
+            let probe = AsyncWriteProbe()
+            await AsyncWriteProbe.$current.withValue(probe) {
+              await box.write { value in
+                probe.ran()
+                value += 1
+              }
+            }
+          }
+        }
+      }
+    }
+    stop.set()
+    feeders.wait()
+    #expect(violations.withLock { $0 } == 0, "await write served others before suspending")
+    #expect(box.withWriter { $0 } == queued.withLock { $0 } + writes.withLock { $0 })
+  }
+
+  /// A `checkout()` whose enqueue finds the writer free (its release raced the queueing)
+  /// is handed the checkout at once; it does not wait a claim window that its own thread
+  /// keeps from ending. Many rounds of the race, each checkout held and released.
+  @Test func aCheckoutThatTakesTheFreeWriterOnEnqueueIsHandedItAtOnce() async throws {
+    let box = ThreadSafeSingleWriter(value: 0)
+    for _ in 0..<200 {
+      let held = Locked(box.writer)
+      let released = Task.detached { held.withLock { $0 = nil } }
+      let proxy = try await box.checkout()
+      proxy.write += 1
+      await released.value
+    }
+    #expect(box.read == 200)
+    #expect(box.writer != nil)
+  }
+}
