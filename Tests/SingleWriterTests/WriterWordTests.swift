@@ -207,6 +207,7 @@ import Testing
       model: { m in
         var n = m
         n.observed = true
+        n.dirty = m.dirty || m.writer  // a held checkout may have written unmarked
         return (n, "")
       }),
     Event(

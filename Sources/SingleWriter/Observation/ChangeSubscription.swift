@@ -5,25 +5,28 @@
 @usableFromInline
 final class ChangeSubscription<Element> {
   @usableFromInline let hub: ChangeHub
-  /// Reads the newest element, or `nil` once the container is being freed.
-  @usableFromInline let read: () -> Element?
+  /// Reads the newest element, unless a checkout is part-way through it or the container
+  /// is being freed.
+  @usableFromInline let read: () -> ChangeRead<Element>
   /// Reads the element the container left in the hub when it was freed: `nil` until then.
   @usableFromInline let readLast: () -> Element?
   /// Whether two elements are the same, for skipping repeats; `nil` delivers every change.
   @usableFromInline let isRepeat: ((Element, Element) -> Bool)?
-  /// The element at subscription, and the version it belongs to.
-  @usableFromInline let initial: Element
+  /// The element at subscription (`nil` if a checkout was part-way through it then), and
+  /// the version it belongs to.
+  @usableFromInline let initial: Element?
   @usableFromInline let initialVersion: UInt32
   /// Unregisters from the container, if it still exists.
   let leave: () -> Void
 
   init(
-    hub: ChangeHub, initial: Element, version: UInt32, isRepeat: ((Element, Element) -> Bool)?,
-    read: @escaping () -> Element?, readLast: @escaping () -> Element?,
+    hub: ChangeHub, initial: ChangeRead<Element>, version: UInt32,
+    isRepeat: ((Element, Element) -> Bool)?,
+    read: @escaping () -> ChangeRead<Element>, readLast: @escaping () -> Element?,
     leave: @escaping () -> Void
   ) {
     self.hub = hub
-    self.initial = initial
+    if case .value(let element) = initial { self.initial = element } else { self.initial = nil }
     self.initialVersion = version
     self.isRepeat = isRepeat
     self.read = read
@@ -73,17 +76,19 @@ struct ChangeCursor<Element> {
       if now != seen || !started {
         // The value at subscription first, unless a checkout has replaced it since.
         var value = subscription.initial
-        if now != seen {
-          guard let newer = subscription.read() else {
-            // The container is being freed: its `deinit` is about to close the hub,
-            // keeping the final value. Wait for that, then take it above.
+        if now != seen || value == nil {
+          switch subscription.read() {
+          case .value(let newer): value = newer
+          case .halfDone, .gone:
+            // A checkout that has written is still held: its end publishes. Or the
+            // container is being freed: its `deinit` is about to close the hub, keeping
+            // the final value, taken above. Either way, wait for the hub.
             await sleep(after: now, isolation: isolation)
             continue
           }
-          value = newer
         }
         seen = now
-        if deliver(value) { return value }
+        if deliver(value.unsafelyUnwrapped) { return value }
         continue
       }
       await sleep(after: seen, isolation: isolation)

@@ -53,6 +53,16 @@ extension SingleWriter {
     return hub.withLock { hub.subscriptions }
   }
 
+  /// The value for a consumer: as the last checkout ended with it. While a held proxy has
+  /// written since the last publication (say across an `await` in an actor's method), the
+  /// consumer waits for the checkout's end instead of reading a half-done value. `dirty`
+  /// may be older than the subscription: then the consumer only waits for an end it would
+  /// have had anyway.
+  func readWhole<Element>(_ transform: (Value) -> Element) -> ChangeRead<Element> {
+    if isCheckedOut, isDirty { return .halfDone }
+    return .value(transform(read))
+  }
+
   /// Subscribes: marks the container observed, then reads the version before the value,
   /// so a checkout that ends later either is in the value already or bumps the version.
   func subscribe<Element>(
@@ -62,8 +72,8 @@ extension SingleWriter {
     let hub = observationHub
     let version = hub.version
     let subscription = ChangeSubscription(
-      hub: hub, initial: transform(read), version: version, isRepeat: isRepeat,
-      read: { [weak self] in self.map { transform($0.read) } },
+      hub: hub, initial: readWhole(transform), version: version, isRepeat: isRepeat,
+      read: { [weak self] in self?.readWhole(transform) ?? .gone },
       readLast: { hub.lastValue(of: Value.self).map(transform) },
       leave: { [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)

@@ -46,6 +46,22 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
 }
 
 extension ThreadSafeSingleWriter where Value: Sendable {
+  /// The value for a consumer: as the last checkout ended with it, never half done. A
+  /// plain ``read`` sees each write through a held proxy at once; a consumer must not, so
+  /// while a held checkout has written since the last publication it reads nothing and
+  /// waits for that checkout's end, which publishes. Writers pay nothing for this.
+  func readWhole<Element>(_ transform: (Value) -> Element) -> ChangeRead<Element> {
+    lock.beginRead()
+    defer {
+      lock.endRead()
+      _fixLifetime(self)  // read through `storage`, which the container frees
+    }
+    // The reader slot keeps writes out, and `dirty`, set by a write as it begins, was
+    // published by that write's end to the compare-and-exchange that took the slot.
+    if lock.word.mayBeHalfDone { return .halfDone }
+    return .value(transform(storage.pointee))
+  }
+
   /// Subscribes, never waiting on the writer: the `observed` bit is set under the hub's
   /// own lock, then the version is read before the value, so a checkout that ends after
   /// this either is in the value already or bumps the version past it.
@@ -60,10 +76,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       if hub.keepLast == nil { hub.keepLast = { [storage] in LastValue(storage.pointee) } }
     }
     let version = hub.version
-    let initial = transform(read)
     let subscription = ChangeSubscription(
-      hub: hub, initial: initial, version: version, isRepeat: isRepeat,
-      read: { @Sendable [weak self] in self.map { transform($0.read) } },
+      hub: hub, initial: readWhole(transform), version: version, isRepeat: isRepeat,
+      read: { @Sendable [weak self] in self?.readWhole(transform) ?? .gone },
       readLast: { @Sendable [hub] in hub.lastValue(of: Value.self).map(transform) },
       leave: { @Sendable [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)

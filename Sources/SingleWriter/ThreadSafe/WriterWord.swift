@@ -189,10 +189,16 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     isCheckedOut ? nil : WriterWord(raw: raw | WriterWord.writer | WriterWord.parked)
   }
 
-  /// The first observer arrived: checkouts now mark themselves dirty and publish.
+  /// The first observer arrived: checkouts now mark themselves dirty and publish. A
+  /// checkout held now may have written already, unmarked: it counts as dirty, so that
+  /// consumers wait for its end instead of reading its half-done value.
   @inlinable func observe() -> WriterWord {
-    WriterWord(raw: raw | WriterWord.observed)
+    WriterWord(raw: raw | WriterWord.observed | (isCheckedOut ? WriterWord.dirty : 0))
   }
+
+  /// Whether the value may be part-way through a checkout: one is held and has written
+  /// since the last publication. Consumers of `changes()` read only when it is not.
+  @inlinable var mayBeHalfDone: Bool { isCheckedOut && isDirty }
 
   /// The last observer left.
   @inlinable func unobserve() -> WriterWord {
