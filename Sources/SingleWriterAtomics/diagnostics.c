@@ -208,6 +208,29 @@ void sw_describe_address(const void *address, char *buffer, size_t capacity) {
 #endif
 }
 
+// MARK: - The current actor
+
+#if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
+/// The Swift runtime's `SerialExecutorRef`: the executor's identity object, nil for the
+/// global executor, then a word that says how to call it.
+typedef struct sw_serial_executor_ref {
+  void *identity;
+  uintptr_t implementation;
+} sw_serial_executor_ref;
+#endif
+
+uintptr_t sw_current_executor_identity(void) {
+#if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
+  // Swift's calling convention; looked up, not linked, as `swift_demangle` is above.
+  typedef __attribute__((swiftcall)) sw_serial_executor_ref (*current_executor)(void);
+  static _Atomic(uintptr_t) slot;
+  current_executor get = (current_executor)sw_symbol(&slot, "swift_task_getCurrentExecutor");
+  return get ? (uintptr_t)get().identity : 0;
+#else
+  return 0;
+#endif
+}
+
 // MARK: - Thread-local slots
 
 uintptr_t sw_thread_slot_create(void (*destructor)(void *)) {

@@ -8,32 +8,44 @@ import Testing
 // between.
 
 @Suite(.serialized) struct WholeCheckoutObservationTests {
+  /// A thread streams checkouts back to back, each writing `a`, then `b`, until the
+  /// consumer has had a value from the middle of the stream (or for 10 s at most), then
+  /// ends with `-1` in both. Every value is whole, and the consumer is not starved: a
+  /// value it cannot read because a checkout is part-way is kept for it by a later end.
   @Test func aConsumerNeverSeesAProxyCheckoutHalfDone() async {
     let box = ThreadSafeSingleWriter(value: Pair())
-    let checkouts = 4_000
+    let progress = Locked(0)
     let consumer = Task {
       var seen = 0
       var halfDone = 0
       for await pair in box.changes(skippingRepeats: false) {
         seen += 1
         if pair.a != pair.b { halfDone += 1 }
-        if pair.b == checkouts { break }
+        if pair.a == -1 { break }
+        if pair.b > 0 { progress.withLock { $0 = pair.b } }
       }
       return (seen, halfDone)
     }
+    let streamed = Locked(0)
     let writer = Thread {
-      for _ in 0..<checkouts {
+      let start = Date()
+      var checkouts = 0
+      while progress.withLock({ $0 }) == 0, Date().timeIntervalSince(start) < 10 {
         var proxy = box.writer
         while proxy == nil { proxy = box.writer }
         proxy!.write.a += 1
         for _ in 0..<50 { _ = box.read }  // the consumer has time to look in between
         proxy!.write.b += 1
+        checkouts += 1
       }
+      streamed.withLock { $0 = checkouts }
+      box.withWriter { $0 = Pair(a: -1, b: -1) }
     }
     writer.start()
     let (seen, halfDone) = await consumer.value
     #expect(halfDone == 0, "\(halfDone) of \(seen) values were half done")
-    #expect(seen > 1)
+    #expect(progress.withLock { $0 } > 0, "no value reached the consumer during the stream")
+    #expect(streamed.withLock { $0 } > 0)
   }
 
   @Test func aQueuedWriteNextAndACheckoutAreWholeToo() async throws {

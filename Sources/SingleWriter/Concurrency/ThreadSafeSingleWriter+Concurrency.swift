@@ -100,7 +100,6 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
     let me = currentTaskID()
-    let thread = sw_current_thread()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         waiter.continuation = continuation
@@ -110,12 +109,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           return
         }
         // Waiting behind a checkout this task holds may never end: warn after a second.
-        // One it took with `checkout()` carries its id; one it took with `writer` (or kept
-        // from a `writeNext` closure) carries the thread it was on, this one if it has not
-        // suspended since.
-        if me != 0, holdsCheckout(task: me, thread: thread) {
-          warnIfStillWaiting(waiter, task: me, thread: thread)
-        }
+        // A proxy from `writer` or `checkout()` carries the id of the task that took it,
+        // wherever the task has run since; a thread says nothing about a task.
+        if me != 0, lock.isHeld(byTask: me) { warnIfStillWaiting(waiter, task: me) }
         enqueue(entry(waiter), atFront: atFront)
       }
     } onCancel: {
@@ -129,23 +125,17 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     }
   }
 
-  /// Whether the checkout looks like the waiting task's own: taken with `checkout()` by
-  /// `task`, or with `writer` on `thread`, where the task runs.
-  func holdsCheckout(task: UInt, thread: UInt) -> Bool {
-    sw_uptr_load(lock.checkoutTask) == task || sw_uptr_load(lock.checkoutThread) == thread
-  }
-
   /// After a second, warns on standard error if `waiter` still waits while its own task
   /// seems to hold the checkout: a wait that can never end if it still does.
   ///
   /// Only a task that holds the checkout as it queues can be in that state (it cannot
   /// check out while it waits), so no other wait starts the timer.
-  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt, thread: UInt) {
+  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
     Task { [weak self] in
       try? await Task.sleep(nanoseconds: 1_000_000_000)
       // `self` held across the loads: the container frees the lock's memory.
       guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
-        self.holdsCheckout(task: task, thread: thread)
+        self.lock.isHeld(byTask: task)
       else { return }
       sw_print_error(
         """
@@ -196,9 +186,11 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   }
 }
 
-/// An id for the current task, or 0 outside one; only compared, never dereferenced.
+/// An id for the current task, or 0 outside one; only compared, never dereferenced. An
+/// `UnsafeCurrentTask` is one reference to the task: its bits are the task's address.
+@inlinable
 func currentTaskID() -> UInt {
-  withUnsafeCurrentTask { task in task.map { UInt(bitPattern: $0.hashValue) } ?? 0 }
+  withUnsafeCurrentTask { task in task.map { unsafeBitCast($0, to: UInt.self) } ?? 0 }
 }
 
 /// A queued async write: its body, for the serving thread, and its result, for the task.

@@ -15,7 +15,7 @@ final class ChangeHub: @unchecked Sendable {
   // under `mutex`, except `notifier`, written once under `mutex` before the `tracked` bit
   // is set with release ordering, and read only after that bit is seen with acquire.
 
-  /// `version << versionShift | closed | tracked | waiting`.
+  /// `version << versionShift | snapshotWanted | closed | tracked | waiting`.
   @usableFromInline let word: UnsafeMutablePointer<sw_atomic_u32>
   /// Guards the fields below and orders sleepers against publishers.
   let mutex: UnsafeMutablePointer<sw_mutex>
@@ -35,6 +35,10 @@ final class ChangeHub: @unchecked Sendable {
   /// Makes the `LastValue` that `close` keeps; set by the first subscription, where the
   /// value's type is known to be copyable, so a container of any value can close.
   var keepLast: (() -> AnyObject)?
+  /// A copy of the value as a checkout ended with it, a `LastValue<Value>`, kept at the
+  /// request of a consumer that found the value half done, and the version it belongs to.
+  var snapshot: AnyObject?
+  var snapshotVersion: UInt32 = 0
 
   /// A consumer sleeps in `sleepers`.
   @inlinable static var waiting: UInt32 { 1 }
@@ -42,8 +46,10 @@ final class ChangeHub: @unchecked Sendable {
   @inlinable static var tracked: UInt32 { 2 }
   /// The container is gone: no more publications.
   @inlinable static var closed: UInt32 { 4 }
-  @inlinable static var versionShift: UInt32 { 3 }
-  /// One publication. The version wraps after 2^29 of them; consumers only compare it for
+  /// A consumer found the value half done: the next checkout end keeps a snapshot.
+  @inlinable static var snapshotWanted: UInt32 { 8 }
+  @inlinable static var versionShift: UInt32 { 4 }
+  /// One publication. The version wraps after 2^28 of them; consumers only compare it for
   /// equality, so a wrap is missed only if exactly that many happen while one looks away.
   @inlinable static var versionStep: UInt32 { 1 << versionShift }
 
@@ -125,6 +131,41 @@ final class ChangeHub: @unchecked Sendable {
   /// The value `close` kept, or `nil` if the container lives or nobody subscribed.
   func lastValue<Value>(of type: Value.Type) -> Value? {
     withLock { lastValue.map { ($0 as! LastValue<Value>).value } }
+  }
+
+  // MARK: Snapshots
+
+  /// Whether a consumer waits for a snapshot; the checkout's holder looks before it
+  /// publishes.
+  @inlinable var wantsSnapshot: Bool { sw_load_relaxed(word) & Self.snapshotWanted != 0 }
+
+  /// A consumer found the value half done, and every checkout may be, in a stream of them:
+  /// asks the next checkout end to keep a copy.
+  func wantSnapshot() { sw_fetch_or(word, Self.snapshotWanted) }
+
+  /// The holder of a checkout that is ending, before it publishes: keeps `make()`'s copy
+  /// of the value as the version that publication makes.
+  func keepSnapshot(_ make: () -> AnyObject?) {
+    withLock {
+      snapshot = make()
+      snapshotVersion = (version &+ 1) & (UInt32.max >> Self.versionShift)
+      sw_fetch_and(word, ~Self.snapshotWanted)
+    }
+  }
+
+  /// `keepSnapshot` with the copy that `keepLast` makes, for a container whose value's
+  /// type its own code cannot name as copyable here.
+  @usableFromInline func keepSnapshotOfLast() { keepSnapshot { keepLast?() } }
+
+  /// The snapshot and its version, if it is newer than `version`: a consumer slower than
+  /// a stream of checkouts takes the newest whole value it can, then looks again.
+  func snapshot<Value>(of type: Value.Type, newerThan version: UInt32) -> (Value, UInt32)? {
+    withLock {
+      let mask = UInt32.max >> Self.versionShift
+      let ahead = (snapshotVersion &- version) & mask
+      guard let snapshot, ahead != 0, ahead <= mask / 2 else { return nil }
+      return ((snapshot as! LastValue<Value>).value, snapshotVersion)
+    }
   }
 
   // MARK: Consumers

@@ -10,6 +10,8 @@ final class ChangeSubscription<Element> {
   @usableFromInline let read: () -> ChangeRead<Element>
   /// Reads the element the container left in the hub when it was freed: `nil` until then.
   @usableFromInline let readLast: () -> Element?
+  /// Reads the snapshot a checkout's end kept, and its version, if newer than a version.
+  @usableFromInline let readSnapshot: (UInt32) -> (Element, UInt32)?
   /// Whether two elements are the same, for skipping repeats; `nil` delivers every change.
   @usableFromInline let isRepeat: ((Element, Element) -> Bool)?
   /// The element at subscription (`nil` if a checkout was part-way through it then), and
@@ -23,6 +25,7 @@ final class ChangeSubscription<Element> {
     hub: ChangeHub, initial: ChangeRead<Element>, version: UInt32,
     isRepeat: ((Element, Element) -> Bool)?,
     read: @escaping () -> ChangeRead<Element>, readLast: @escaping () -> Element?,
+    readSnapshot: @escaping (UInt32) -> (Element, UInt32)?,
     leave: @escaping () -> Void
   ) {
     self.hub = hub
@@ -31,6 +34,7 @@ final class ChangeSubscription<Element> {
     self.isRepeat = isRepeat
     self.read = read
     self.readLast = readLast
+    self.readSnapshot = readSnapshot
     self.leave = leave
   }
 
@@ -76,18 +80,30 @@ struct ChangeCursor<Element> {
       if now != seen || !started {
         // The value at subscription first, unless a checkout has replaced it since.
         var value = subscription.initial
+        var version = now
         if now != seen || value == nil {
           switch subscription.read() {
           case .value(let newer): value = newer
-          case .halfDone, .gone:
-            // A checkout that has written is still held: its end publishes. Or the
-            // container is being freed: its `deinit` is about to close the hub, keeping
-            // the final value, taken above. Either way, wait for the hub.
+          case .halfDone:
+            // A checkout that has written is still held. An earlier end may have kept a
+            // copy newer than the last delivered; if not, ask the next end for one, and
+            // wait for it to publish.
+            if let (kept, keptVersion) = subscription.readSnapshot(seen) {
+              value = kept
+              version = keptVersion
+            } else {
+              hub.wantSnapshot()
+              await sleep(after: now, isolation: isolation)
+              continue
+            }
+          case .gone:
+            // The container is being freed: its `deinit` is about to close the hub,
+            // keeping the final value. Wait for that, then take it above.
             await sleep(after: now, isolation: isolation)
             continue
           }
         }
-        seen = now
+        seen = version
         if deliver(value.unsafelyUnwrapped) { return value }
         continue
       }

@@ -20,8 +20,10 @@ extension SingleWriter {
     guard isDirty else { return }
     isDirty = false
     // Guaranteed, not retained: the container owns the hub and outlives this call.
-    Unmanaged.passUnretained(hub.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
-      $0.publishConfined()
+    Unmanaged.passUnretained(hub.unsafelyUnwrapped)._withUnsafeGuaranteedRef { hub in
+      // A consumer that found a stream of checkouts half done gets this copy.
+      if hub.wantsSnapshot { keepSnapshot(in: hub) }
+      hub.publishConfined()
     }
   }
 
@@ -53,6 +55,12 @@ extension SingleWriter {
     return hub.withLock { hub.subscriptions }
   }
 
+  /// Keeps the value in `hub` for a consumer that found it half done; out of line, as it
+  /// runs only at a consumer's request.
+  @usableFromInline func keepSnapshot(in hub: ChangeHub) {
+    hub.keepSnapshot { LastValue(storage.pointee) }
+  }
+
   /// The value for a consumer: as the last checkout ended with it. While a held proxy has
   /// written since the last publication (say across an `await` in an actor's method), the
   /// consumer waits for the checkout's end instead of reading a half-done value. `dirty`
@@ -75,6 +83,7 @@ extension SingleWriter {
       hub: hub, initial: readWhole(transform), version: version, isRepeat: isRepeat,
       read: { [weak self] in self?.readWhole(transform) ?? .gone },
       readLast: { hub.lastValue(of: Value.self).map(transform) },
+      readSnapshot: { hub.snapshot(of: Value.self, newerThan: $0).map { (transform($0), $1) } },
       leave: { [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
   }

@@ -13,6 +13,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   @inlinable
   func publishIfDirty() {
     guard lock.word.isDirty, lock.update({ $0.takeDirty() }) != nil else { return }
+    // Still the holder: the value is as this checkout ended it. A consumer that found a
+    // stream of checkouts half done gets this copy (`keepLast` is set by its subscription).
+    if hub.wantsSnapshot { hub.keepSnapshotOfLast() }
     hub.publish()
   }
 
@@ -80,6 +83,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       hub: hub, initial: readWhole(transform), version: version, isRepeat: isRepeat,
       read: { @Sendable [weak self] in self?.readWhole(transform) ?? .gone },
       readLast: { @Sendable [hub] in hub.lastValue(of: Value.self).map(transform) },
+      readSnapshot: { @Sendable [hub] in
+        hub.snapshot(of: Value.self, newerThan: $0).map { (transform($0), $1) }
+      },
       leave: { @Sendable [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
   }

@@ -4,7 +4,8 @@
 import SingleWriterAtomics
 
 #if DEBUG
-  /// Who runs a section: a thread, and the task it is running, if any.
+  /// Who runs a section: a thread, the task it is running, if any, and the actor that task
+  /// is isolated to, if any.
   ///
   /// Two rules decide whether a section is the current context's own; see `isOwner(of:)`
   /// and `sharesThreadOrTask(with:)`.
@@ -13,12 +14,20 @@ import SingleWriterAtomics
     /// The task's id, 0 for none, or `unknown` until a comparison needs it: looking it
     /// up is most of the cost of a check in a debug build, and usually the thread decides.
     private(set) var task: UInt
+    /// The identity of the serial executor (the actor) the task runs on, 0 for none; looked
+    /// up with the task.
+    private(set) var executor: UInt = 0
 
     private static let unknown = UInt.max
 
     /// The running thread; its task is looked up only if needed.
     static var current: RaceContext {
       RaceContext(thread: sw_current_thread(), task: unknown)
+    }
+
+    init(thread: UInt, task: UInt) {
+      self.thread = thread
+      self.task = task
     }
 
     /// Whether a section that `other` opened is this context's, for `RaceDetector`'s
@@ -30,20 +39,28 @@ import SingleWriterAtomics
       return resolved().task == other.task
     }
 
-    /// Whether this context shares `other`'s thread or task, for a `SingleWriter`'s own
-    /// log. The container is confined to one thread or actor, so only use from another
-    /// thread at once is a race: tasks of one actor that take turns on its thread, one
-    /// holding a proxy across an `await`, are its intended use.
+    /// Whether this context shares `other`'s thread, task or actor, for a `SingleWriter`'s
+    /// own log. The container is confined to one thread or actor, so only use from another
+    /// thread at once is a race. Tasks of one actor take turns, whichever threads its jobs
+    /// run on, so one of them holding a proxy across an `await` while another reads is
+    /// the intended use, not a race.
     mutating func sharesThreadOrTask(with other: RaceContext) -> Bool {
       if thread == other.thread { return true }
       if other.task == 0 { return false }
-      return resolved().task == other.task
+      resolve()
+      return task == other.task || (executor != 0 && executor == other.executor)
     }
 
     /// This context with its task looked up, to be stored.
     mutating func resolved() -> RaceContext {
-      if task == Self.unknown { task = withUnsafeCurrentTask(body: Self.taskID) }
+      resolve()
       return self
+    }
+
+    private mutating func resolve() {
+      guard task == Self.unknown else { return }
+      task = withUnsafeCurrentTask(body: Self.taskID)
+      executor = task == 0 ? 0 : sw_current_executor_identity()
     }
 
     // An UnsafeCurrentTask is one reference to the task: its bits are an id.

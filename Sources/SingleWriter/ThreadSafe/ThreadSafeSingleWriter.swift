@@ -445,6 +445,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
     sw_uptr_store(lock.checkoutThread, sw_current_thread())
+    lock.recordHoldingTask()
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
     return false
@@ -533,12 +534,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // Waited over a millisecond: join the queue, and be handed the checkout in turn.
     let waiter = Waiter()
     enqueue(.waiter(waiter))
-    // A checkout this thread took, or this task with `checkout()`, may never come back.
+    // A checkout this thread or task holds through a proxy may never come back.
     let task = currentTaskID()
-    waiter.wait(sleepingOnGateOf: lock) {
-      sw_uptr_load(lock.checkoutThread) == me
-        || (task != 0 && sw_uptr_load(lock.checkoutTask) == task)
-    }
+    waiter.wait(sleepingOnGateOf: lock) { lock.isHeld(byTask: task, orThread: me) }
     lock.beginClosureWrite()
   }
 }
@@ -584,6 +582,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     // allocated on the stack; one returned from a call is not.
     @inline(__always) get {
       guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
+      // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
+      // resumes. Out of line: this path stays a compare-and-exchange and two stores.
+      lock.recordHoldingTask()
       return ThreadSafeWriterProxy(owning: self)
     }
   }

@@ -200,6 +200,24 @@ struct WriterLock {
     return true
   }
 
+  /// Records the current task, if any, as the holder of a proxy just checked out.
+  @usableFromInline func recordHoldingTask() {
+    let task = currentTaskID()
+    if task != 0 { sw_uptr_store(checkoutTask, task) }
+  }
+
+  /// Whether a proxy that `task` took holds the checkout (never for task 0).
+  func isHeld(byTask task: UInt) -> Bool {
+    task != 0 && sw_uptr_load(checkoutTask) == task
+  }
+
+  /// Whether a proxy of this thread's or task's holds the checkout: one a task took is
+  /// that task's wherever it runs, one taken outside a task is its thread's.
+  func isHeld(byTask task: UInt, orThread thread: UInt) -> Bool {
+    let holder = sw_uptr_load(checkoutTask)
+    return holder != 0 ? holder == task : sw_uptr_load(checkoutThread) == thread
+  }
+
   /// Ends the checkout unless something needs the slow path (queued writes, observers
   /// or a parked `withWriter`); then it returns `false` and the container finishes.
   @inlinable @inline(__always) func tryEndCheckout() -> Bool {

@@ -41,6 +41,12 @@ int sw_backtrace(void **frames, int capacity);
 /// address: what the dynamic linker knows. Writes a NUL-terminated line into `buffer`.
 void sw_describe_address(const void *address, char *buffer, size_t capacity);
 
+/// The identity of the serial executor the current task runs on: its actor, for an
+/// actor-isolated task; 0 on the global pool, outside a task, or where the Swift runtime's
+/// entry point cannot be called (Windows). For race reports, which take an actor's jobs,
+/// on whatever threads they run, for one owner.
+uintptr_t sw_current_executor_identity(void);
+
 /// Creates a thread-local slot whose non-null value is passed to `destructor` when its
 /// thread exits. Returns 0 if none is left.
 uintptr_t sw_thread_slot_create(void (*destructor)(void *));

@@ -1,0 +1,85 @@
+import Foundation
+import SingleWriter
+import Testing
+
+// The promise: a wait for the writer behind a proxy that the waiting thread or task holds
+// itself warns after a second, and a warning names the holder truly. A task's proxy is the
+// task's wherever it resumes: a thread says nothing about which task holds it.
+
+func standardError(_ result: ExitTest.Result?) -> String {
+  result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+}
+
+@Suite struct DeadlockWarningTests {
+  /// A main-actor task holds `writer`, then awaits a write: the async function has left
+  /// the main thread by the time it waits, but the task is the same. Another thread
+  /// releases the proxy after the warning is due, so the child ends.
+  @Test func aMainActorTaskAwaitingAWriteBehindItsOwnWriterIsWarned() async {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      attackWatchdog(20, "main-actor task behind its own writer")
+      let box = ThreadSafeSingleWriter(value: 0)
+      await Task { @MainActor in
+        let held = Locked(box.writer)
+        Thread.detachNewThread {
+          Thread.sleep(forTimeInterval: 1.6)
+          held.withLock { $0 = nil }
+        }
+        await box.write { $0 += 1 }
+      }.value
+      precondition(box.read == 1)
+    }
+    #expect(standardError(result).contains("this same task"), "\(exitReport(result))")
+  }
+
+  /// The same from a pool task, with `checkout()`'s proxy: the warning is by task too.
+  @Test func aPoolTaskAwaitingAWriteBehindItsOwnCheckoutIsWarned() async {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      attackWatchdog(20, "pool task behind its own checkout")
+      let box = ThreadSafeSingleWriter(value: 0)
+      await Task.detached {
+        let held = Locked<ThreadSafeWriterProxy<Int>?>(try! await box.checkout())
+        Thread.detachNewThread {
+          Thread.sleep(forTimeInterval: 1.6)
+          held.withLock { $0 = nil }
+        }
+        await box.write { $0 += 1 }
+      }.value
+      precondition(box.read == 1)
+    }
+    #expect(standardError(result).contains("this same task"), "\(exitReport(result))")
+  }
+
+  /// Other pool tasks wait behind one task's `writer`, held across a sleep. With two pool
+  /// threads, some of them run on the thread where it was taken; none of them holds it,
+  /// so none is told it does, whether it awaits a write or blocks in `withWriter`.
+  @Test func otherTasksOnTheHoldersThreadAreNotToldTheyHoldIt() async {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      attackWatchdog(30, "other tasks behind a task's writer")
+      let box = ThreadSafeSingleWriter(value: 0)
+      let holding = DispatchSemaphore(value: 0)
+      let holder = Task.detached {
+        let held = box.writer
+        holding.signal()
+        try? await Task.sleep(nanoseconds: 1_600_000_000)
+        withExtendedLifetime(held) {}
+      }
+      holding.wait()
+      await withTaskGroup(of: Void.self) { group in
+        for index in 0..<8 {
+          group.addTask {
+            if index == 0 {
+              box.withWriter { $0 += 1 }
+            } else {
+              await box.write { $0 += 1 }
+            }
+          }
+        }
+      }
+      await holder.value
+      precondition(box.read == 8)
+    }
+    let text = standardError(result)
+    #expect(!text.contains("same task"), "\(exitReport(result))")
+    #expect(!text.contains("same thread"), "\(exitReport(result))")
+  }
+}
