@@ -1457,7 +1457,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
 }
 
 @Suite(.serialized) struct ThreadSafeSingleWriterHostileTests {
-  // MARK: Promise 2: serving hand-over makes writeNext block
+  // MARK: writeNext never waits (Promises.md): serving hand-over
 
   /// A queued body hands work to a worker thread and waits for it (as with
   /// `DispatchQueue.main.sync`); the worker queues a write on the same container. If the
@@ -1501,7 +1501,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
   }
 
-  // MARK: Promise 5: a deinit after a kept proxy was handed back
+  // MARK: No wait inside a write (Promises.md): a deinit after a kept proxy was handed back
 
   /// A queued write keeps its proxy in an object that only its closure holds. When the
   /// closure is freed on the serving thread, the object's deinit drops the proxy (the
@@ -1553,7 +1553,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
   }
 
-  // MARK: Promise 3: a queued await write's body calling back into the container
+  // MARK: No wait inside a write (Promises.md): a queued await write's body calls back
 
   @Test func withWriterInsideAQueuedAsyncBodyStopsWithAMessage() async {
     let result = await #expect(
@@ -1651,7 +1651,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     #expect(box.writer != nil)
   }
 
-  // MARK: Promise 3: cancellation racing the server
+  // MARK: No loss, Cancellation (Promises.md): cancellation racing the server
 
   @Test func cancellationRacingTheServerNeverLosesOrDoublesAWrite() async {
     let box = ThreadSafeSingleWriter(value: 0)
@@ -1688,7 +1688,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     #expect(cancelledAfterRunning.load() == 0)
   }
 
-  // MARK: Promise 4: checkout() starvation under a stream of writeNext
+  // MARK: A woken checkout claims (Promises.md): under a stream of writeNext
 
   @Test(arguments: [2, 4])
   func aCheckoutIsNotStarvedByAStreamOfQueuedWrites(producers: Int) async throws {
@@ -1726,7 +1726,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     #expect(!stoppedFirst, "checkout only got the writer after the producers stopped")
   }
 
-  // MARK: Promise 3/4: checkout held across an await, withWriter on every pool thread
+  // MARK: An await never blocks (Promises.md): checkout held, withWriter on every pool thread
 
   @Test func aLentProxyUsedByAnotherThreadWhileTheLendResolvesLosesNoWrite() async {
     let box = ThreadSafeSingleWriter(value: 0)
@@ -1749,7 +1749,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     #expect(box.read == rounds * perRound)
   }
 
-  // MARK: Promise 2: quiescence and FIFO under many producers, nested writes, waits
+  // MARK: Quiescence, FIFO (Promises.md): many producers, nested writes, waits
 
   @Test func quiescenceUnderMixedProducersInAChild() async {
     let result = await #expect(
@@ -1873,7 +1873,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     }
   }
 
-  // MARK: Promise 7: readers never see half a write, non-POD values
+  // MARK: Whole reads (Promises.md): non-POD values
 
   @Test func readersSeeWholeRichValuesUnderEveryKindOfWrite() async throws {
     let box = ThreadSafeSingleWriter(value: Rich())
@@ -1920,7 +1920,7 @@ func exitReport(_ result: ExitTest.Result?) -> String {
     #expect(box.read.isWhole)
   }
 
-  // MARK: Promise 8: debug invariants under everything at once, with observers
+  // MARK: One writer, No loss (Promises.md): debug invariants under everything at once
 
   @Test func everythingAtOnceWithAnObserverInAChild() async {
     let result = await #expect(
@@ -2103,7 +2103,7 @@ extension ThreadSafeSingleWriterHostileTests {
 }
 
 extension ThreadSafeSingleWriterHostileTests {
-  // MARK: Promise 4, control: the same stream does not starve withWriter or await write
+  // MARK: Fair to withWriter (Promises.md): the same stream starves neither wait
 
   @Test func aCheckoutCancelledAfterBeingWokenEitherHoldsTheWriterOrThrows() async throws {
     let box = ThreadSafeSingleWriter(value: 0)
@@ -2162,7 +2162,7 @@ extension ThreadSafeSingleWriterHostileTests {
     #expect(box.pendingCount == 0)
   }
 
-  // MARK: Promise 7: writers under a stream of readers of a value with references
+  // MARK: Writers not starved by readers (Promises.md)
 
   @Test func aWriterIsNotStarvedByAStreamOfReaders() async throws {
     let box = ThreadSafeSingleWriter(value: Array(repeating: 1, count: 64))
@@ -2193,7 +2193,7 @@ extension ThreadSafeSingleWriterHostileTests {
     #expect(worst < 10_000_000_000, "a write waited \(worst / 1_000_000) ms for readers")
   }
 
-  // MARK: Promise 2: a successor is dismissed when the server hands off to a waiter
+  // MARK: Quiescence (Promises.md): a successor dismissed at a hand-off to a waiter
 
   @Test func successorsAreDismissedWhenTheServerHandsTheCheckoutOnInAChild() async {
     let result = await #expect(
@@ -2344,7 +2344,7 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
 }
 
 @Suite(.serialized) struct ThreadSafeSingleWriterGateTests {
-  // MARK: Promise 6: the flag and the span
+  // MARK: The gate (Promises.md): the flag and the span
 
   @Test func aGatedWriteReleasesWhenTheSpanRunsOutOrIsRearmedMidWrite() {
     let box = ThreadSafeSingleWriter(value: 0)
@@ -2405,7 +2405,7 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
     print("sequence after a carry: \(String(afterCarry, radix: 16))")
   }
 
-  // MARK: Promise 2: never sleep on a gate this thread holds
+  // MARK: The gate, No wait inside a write (Promises.md): never sleep on one's own gate
 
   @Test func withWriterInsideAGatedTryWriteStopsWithAMessage() async {
     let result = await #expect(
@@ -2539,7 +2539,7 @@ func expectProceedsOrStopsWithMessage(_ result: ExitTest.Result?) {
     expectProceedsOrStopsWithMessage(result)
   }
 
-  // MARK: Promises 1, 3, 4, 5 under load
+  // MARK: The gate, No loss, An await never blocks (Promises.md): under load
 
   /// Queued bodies keep their proxy and hand it to another thread that drops it at once
   /// (racing the server's `proxyKept`), or to an object whose deinit drops it; withWriter

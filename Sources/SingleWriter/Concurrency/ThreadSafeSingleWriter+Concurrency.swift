@@ -18,6 +18,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Never blocks a thread while it waits: if the writer is busy for more than a few
   /// microseconds, the write joins the queue and the task suspends; the thread that serves
   /// the queue runs `body` in its turn, in place, and resumes the task with the result.
+  /// The task's own thread never serves other threads' writes before `body` has run.
   /// So a burst of async writes runs back to back on one thread instead of waiting for
   /// each task to be scheduled, and a suspended task never holds the writer up for
   /// anyone.

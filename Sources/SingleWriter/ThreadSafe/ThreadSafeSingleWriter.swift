@@ -141,10 +141,12 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// its own priority, as `Mutex` does; see "How the hand-off works" for when, and why a
   /// proxy's holder is not boosted.
   ///
-  /// Called from inside a write's closure on the same thread, it could never return, so
-  /// it stops the program with a message. Called while this thread holds a proxy, it
-  /// waits for that proxy's release, which is right if the proxy went to another thread;
-  /// if it did not, a warning on standard error after a second names the deadlock.
+  /// Called from inside a write's closure on the same thread, from inside a write access
+  /// through a proxy (a mutating method called through `proxy.write`), or from inside
+  /// this container's `read { }`, it could never return, so it stops the program with a
+  /// message. Called while this thread or task holds a proxy, it waits for that proxy's
+  /// release, which is right if the proxy went elsewhere; if it did not, a warning on
+  /// standard error after a second names the deadlock.
   @inlinable
   public func withWriter<R: ~Copyable, E: Error>(
     _ body: (inout sending Value) throws(E) -> sending R
@@ -598,7 +600,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// has returned, every write has run.
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
-  /// that thread leave it the CPU.
+  /// that thread leave it the CPU. Since the caller may be chosen to run other threads'
+  /// queued bodies, do not call it while holding a lock that a queued body takes.
   ///
   /// `body` may keep the proxy, and the checkout then lasts until that proxy is
   /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
@@ -634,7 +637,9 @@ extension ThreadSafeSingleWriter where Value: Sendable & ~Copyable {
   /// so it sees whole writes; writes wait for `body` to return, so keep it short. Reading
   /// from inside a closure write on the same thread stops the program, as ``read`` does,
   /// and so does writing this container from inside `body` on the same thread, which
-  /// would wait for `body` to return: write after it has.
+  /// would wait for `body` to return: `withWriter`, `tryWrite`, a proxy's write, or a
+  /// `writeNext` that would run at once. That holds inside reads of other containers
+  /// nested in `body`, and whoever holds the writer. Write after `body` has returned.
   @inlinable
   public func read<R: ~Copyable, E: Error>(
     _ body: (borrowing Value) throws(E) -> R
