@@ -95,8 +95,14 @@ import Testing
       }
       return ("stops", nil)
     case .warned(let kinds):
-      if let wrong = warningsAllowed(kinds) { return ("warns", wrong) }
-      return ("warns", nil)
+      guard let wrong = warningsAllowed(kinds) else { return ("warns", nil) }
+      // A warning of the other kind names the wrong holder; with none allowed, this is a
+      // warning then a hang where the model wants a stop or a completion.
+      if !allowed.intersection(.warn).isEmpty { return ("warns", wrong) }
+      return (
+        "warns",
+        ("warning then hang", "warned (\(kinds.joined(separator: ", "))) and hung, where the model says it \(allowed)")
+      )
     case .hung:
       return ("hangs", ("silent hang", "the watchdog fired with no expected message (the model says it \(allowed))"))
     case .checkFailed(let message):
