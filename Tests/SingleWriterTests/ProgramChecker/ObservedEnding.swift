@@ -15,7 +15,8 @@ enum ObservedEnding: Sendable {
   /// The kind of each "has waited 1 s" warning in `text`: "same thread" or "same task".
   static func warnings(in text: Substring) -> [String] {
     text.split(separator: "\n").filter { $0.contains("has waited 1 s") }.map { line in
-      line.contains("same thread") ? "same thread" : line.contains("same task") ? "same task" : "unknown"
+      line.contains("same thread")
+        ? "same thread" : line.contains("same task") ? "same task" : "unknown"
     }
   }
 
@@ -36,7 +37,8 @@ enum ObservedEnding: Sendable {
         result.append((current, .completed(warnings: warnings(in: text)), text))
         seed = nil
       } else if line.hasPrefix("CHK-FAIL "), let current = seed {
-        result.append((current, .checkFailed(String(line.dropFirst(9))), stderr[start..<line.startIndex]))
+        result.append(
+          (current, .checkFailed(String(line.dropFirst(9))), stderr[start..<line.startIndex]))
         return result
       }
     }

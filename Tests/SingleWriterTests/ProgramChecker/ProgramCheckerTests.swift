@@ -24,7 +24,14 @@ import Testing
       let stderr = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
       var endings = ObservedEnding.parse(stderr, status: result?.exitStatus)
       if endings.isEmpty {
-        endings = [(batch[0], .crashed("the child printed no marker: \(result.map { "\($0.exitStatus)" } ?? "no result")"), stderr[...])]
+        endings = [
+          (
+            batch[0],
+            .crashed(
+              "the child printed no marker: \(result.map { "\($0.exitStatus)" } ?? "no result")"),
+            stderr[...]
+          )
+        ]
       }
       for (seed, ending, text) in endings {
         ran += 1
@@ -39,7 +46,8 @@ import Testing
           firstFound[failure.kind] = "seed \(seed) after \(ran) programs, \(elapsed) s"
         }
         failures.append((seed, failure.kind, failure.message))
-        let shown = failures.count <= 15 || settings.replay
+        // Every program of the first five failures of each kind is listed; replay the rest.
+        let shown = failures.filter { $0.kind == failure.kind }.count <= 5 || settings.replay
         Issue.record(
           """
           ProgramChecker FAILURE (\(failure.kind)): \(failure.message)
@@ -57,7 +65,11 @@ import Testing
     print(
       "ProgramChecker: \(ran) programs in \(Int(elapsed)) s; outcomes: "
         + outcomes.joined(separator: ", ") + "; failures: \(failures.count)"
-        + (byKind.isEmpty ? "" : " (" + byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
+        + (byKind.isEmpty
+          ? ""
+          : " ("
+            + byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+              separator: ", ") + ")"))
     for (kind, first) in firstFound.sorted(by: { $0.key < $1.key }) {
       print("ProgramChecker: first \(kind): \(first)")
     }
@@ -86,7 +98,10 @@ import Testing
     case .completed(let warnings):
       if let wrong = warningsAllowed(warnings) { return ("completes", wrong) }
       guard allowed.contains(.complete) else {
-        return ("completes", ("unexpected completion", "the program completed, but the model says it \(allowed)"))
+        return (
+          "completes",
+          ("unexpected completion", "the program completed, but the model says it \(allowed)")
+        )
       }
       return ("completes", nil)
     case .stopped(let message):
@@ -101,16 +116,28 @@ import Testing
       if !allowed.intersection(.warn).isEmpty { return ("warns", wrong) }
       return (
         "warns",
-        ("warning then hang", "warned (\(kinds.joined(separator: ", "))) and hung, where the model says it \(allowed)")
+        (
+          "warning then hang",
+          "warned (\(kinds.joined(separator: ", "))) and hung, where the model says it \(allowed)"
+        )
       )
     case .hung:
-      return ("hangs", ("silent hang", "the watchdog fired with no expected message (the model says it \(allowed))"))
+      return (
+        "hangs",
+        (
+          "silent hang",
+          "the watchdog fired with no expected message (the model says it \(allowed))"
+        )
+      )
     case .checkFailed(let message):
       let kind =
-        message.contains("half-done") ? "half-done value"
-        : message.contains("before suspending") ? "await served before suspending"
-        : message.contains("past the bound") ? "served past the bound"
-        : message.contains("race detector") ? "race detector report" : "lost or doubled writes"
+        message.contains("half-done")
+        ? "half-done value"
+        : message.contains("before suspending")
+          ? "await served before suspending"
+          : message.contains("past the bound")
+            ? "served past the bound"
+            : message.contains("race detector") ? "race detector report" : "lost or doubled writes"
       return ("check fails", (kind, message))
     case .crashed(let detail):
       return ("crashes", ("crash", "the child crashed with no expected message: \(detail)"))

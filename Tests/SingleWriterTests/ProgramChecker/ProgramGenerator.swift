@@ -52,7 +52,8 @@ struct ProgramGenerator {
     case "access-nesting":
       let kind: RootKind = random.pick([.thread, .thread, .pool, .mainActor])
       let inner = random.pick([
-        ProgramStep.withWriter(x, []), .withWriter(x, []), .tryWrite(x, []), .writeNext(x, .twoAccesses, []),
+        ProgramStep.withWriter(x, []), .withWriter(x, []), .tryWrite(x, []),
+        .writeNext(x, .twoAccesses, []),
         .read(x),
       ])
       let outer: ProgramStep =
@@ -68,7 +69,8 @@ struct ProgramGenerator {
       let holdStep: ProgramStep =
         random.chance(50)
         ? .writer(x, .twoAccesses, [.sleep(hold)]) : .checkout(x, .twoAccesses, [.sleep(hold)])
-      let wait: ProgramStep = random.chance(70) ? .awaitWrite(x, []) : .checkout(x, .twoAccesses, [])
+      let wait: ProgramStep =
+        random.chance(70) ? .awaitWrite(x, []) : .checkout(x, .twoAccesses, [])
       program.roots = [
         ProgramRoot(kind: .pool, startDelay: 0, cancelAfter: nil, steps: [holdStep]),
         ProgramRoot(
@@ -79,7 +81,11 @@ struct ProgramGenerator {
       program.roots.append(
         ProgramRoot(
           kind: .thread, startDelay: 0, cancelAfter: nil,
-          steps: [.storm(x, milliseconds: random.int(250...500), followUps: random.int(0...1))]))
+          steps: [
+            .storm(
+              x, milliseconds: random.int(250...500), followUps: random.int(0...1),
+              load: random.pick([1, 2, 2, 2]))
+          ]))
       for _ in 0..<random.int(2...3) {
         var steps: [ProgramStep] = []
         for _ in 0..<random.int(15...40) {
@@ -92,7 +98,11 @@ struct ProgramGenerator {
             cancelAfter: random.chance(20) ? random.int(20...200) : nil, steps: steps))
       }
     case "follow-up-storm":
-      var steps: [ProgramStep] = [.storm(x, milliseconds: random.int(300...600), followUps: random.int(2...3))]
+      var steps: [ProgramStep] = [
+        .storm(
+          x, milliseconds: random.int(300...600), followUps: random.int(2...3),
+          load: random.chance(60) ? 1 : 0)
+      ]
       for _ in 0..<random.int(3...8) {
         steps.append(.sleep(random.int(5...40)))
         steps.append(
@@ -101,7 +111,8 @@ struct ProgramGenerator {
             .writeNext(x, .twoAccesses, []), .tryWrite(x, []),
           ]))
       }
-      program.roots.append(ProgramRoot(kind: .thread, startDelay: 0, cancelAfter: nil, steps: steps))
+      program.roots.append(
+        ProgramRoot(kind: .thread, startDelay: 0, cancelAfter: nil, steps: steps))
       addRandomRoots(&program, 0...1)
     case "consumers":
       program.consumers = random.chance(70) ? [x] : [.a, .b]
@@ -118,7 +129,8 @@ struct ProgramGenerator {
               kind.isTask ? .awaitWrite(x, []) : .withWriter(x, []), .tryWrite(x, []),
             ]))
         }
-        program.roots.append(ProgramRoot(kind: kind, startDelay: random.int(0...3), cancelAfter: nil, steps: steps))
+        program.roots.append(
+          ProgramRoot(kind: kind, startDelay: random.int(0...3), cancelAfter: nil, steps: steps))
       }
     case "plain-actor":
       var tasks: [[PlainStep]] = []
@@ -229,11 +241,16 @@ struct ProgramGenerator {
     case "tryWrite": return .tryWrite(x, nested(context.entering(x)))
     case "withWriter": return .withWriter(x, nested(context.entering(x)))
     case "writeNext":
-      let use = random.pick([ProxyUse.twoAccesses, .insideAccess, .handToThread, .handToTask, .keepHere])
+      let use = random.pick([
+        ProxyUse.twoAccesses, .insideAccess, .handToThread, .handToTask, .keepHere,
+      ])
       return .writeNext(x, use, nested(context.entering(x, queued: use != .keepHere)))
     case "writer":
-      let use = random.pick([ProxyUse.twoAccesses, .twoAccesses, .insideAccess, .handToThread, .handToTask])
-      return .writer(x, use, nested(context.entering(x, sync: use == .insideAccess || !context.isAsync)))
+      let use = random.pick([
+        ProxyUse.twoAccesses, .twoAccesses, .insideAccess, .handToThread, .handToTask,
+      ])
+      return .writer(
+        x, use, nested(context.entering(x, sync: use == .insideAccess || !context.isAsync)))
     case "deinit":
       let target = context.queuedBody || !context.mayCross ? x : random.pick([x, x.other])
       return .deinitCallback(x, random.pick([.writeNext, .read, .withWriter]), target: target)
@@ -273,7 +290,9 @@ struct ProgramGenerator {
       switch step {
       case .writer(let x, let use, let body), .checkout(let x, let use, let body),
         .writeNext(let x, let use, let body):
-        if use == .handToTask || (async && body.contains(where: Self.sleeps)) { asyncHeld.insert(x) }
+        if use == .handToTask || (async && body.contains(where: Self.sleeps)) {
+          asyncHeld.insert(x)
+        }
         body.forEach { scan($0, async: async && use != .insideAccess) }
       case .readClosure(_, let body), .tryWrite(_, let body), .withWriter(_, let body),
         .awaitWrite(_, let body), .writeUnlessCancelled(_, let body):

@@ -50,8 +50,8 @@ struct ProgramInterpreter: Sendable {
         proxy.write.b += 1
       }
     case .sleep(let milliseconds): usleep(UInt32(milliseconds * 1_000))
-    case .storm(let x, let milliseconds, let followUps):
-      storm(x, milliseconds: milliseconds, followUps: followUps)
+    case .storm(let x, let milliseconds, let followUps, let load):
+      storm(x, milliseconds: milliseconds, followUps: followUps, load: load)
     case .checkout, .awaitWrite, .writeUnlessCancelled:
       preconditionFailure("an async step in synchronous code: \(step)")
     }
@@ -131,41 +131,65 @@ struct ProgramInterpreter: Sendable {
   }
 
   /// Two threads queue writes for a while; each body spins a little and may queue nested
-  /// follow-ups, which keep the origin of the write that queued them.
-  func storm(_ x: ContainerName, milliseconds: Int, followUps: Int) {
+  /// follow-ups, which keep the origin of the write that queued them. A light storm is
+  /// about 6,000 writes a second (under half a core of work); a heavy one (load 1), about
+  /// 25,000, more than one thread can serve; load 2, few writes of 150 µs each, which keep
+  /// a server busy past its millisecond while others (tasks) queue. Then each thread queues a write every half
+  /// millisecond until a `tryWrite` finds the writer free: whoever serves the backlog can
+  /// always hand it on to a thread that is still calling.
+  func storm(_ x: ContainerName, milliseconds: Int, followUps: Int, load: Int) {
     let run = run
     for _ in 0..<2 {
       run.group.enter()
       Thread.detachNewThread {
         let origin = StepMarker.thread
         let end = StepMarker.now + UInt64(milliseconds) * 1_000_000
-        // About 6,000 writes a second from the two threads, each with its follow-ups at
-        // most 4 bodies of 20 µs: under half a core of work, so the queue keeps draining
-        // and no backlog is left for whoever serves last.
         var n = 0
         while StepMarker.now < end {
           run.enter()
           run.count(x)
-          queueStormWrite(x, origin: origin, levels: followUps)
+          queueStormWrite(
+            x, origin: origin, levels: followUps, spin: load == 2 ? 150_000 : 20_000)
           n += 1
-          usleep(UInt32(n % 4 == 0 ? 700 : 200))
+          if load == 2 {
+            usleep(250)
+          } else if load == 1 {
+            usleep(n % 8 == 0 ? 200 : 20)
+          } else {
+            usleep(UInt32(n % 4 == 0 ? 700 : 200))
+          }
+        }
+        let drainEnd = StepMarker.now + 4_000_000_000
+        while StepMarker.now < drainEnd {
+          run.enter()
+          let done: Void? = run.box(x).tryWrite { value in
+            value.a += 1
+            value.b += 1
+          }
+          if done != nil {
+            run.count(x)
+            break
+          }
+          run.count(x)
+          queueStormWrite(x, origin: origin, levels: 0, spin: 20_000)
+          usleep(500)
         }
         run.group.leave()
       }
     }
   }
 
-  func queueStormWrite(_ x: ContainerName, origin: UInt, levels: Int) {
+  func queueStormWrite(_ x: ContainerName, origin: UInt, levels: Int, spin: UInt64) {
     let run = run
     let interpreter = self
     run.box(x).writeNext { proxy in
       run.bodyBegan(origin: origin)
-      let end = StepMarker.now + 20_000
+      let end = StepMarker.now + spin
       while StepMarker.now < end {}
       proxy.write.a += 1
       if levels > 0 {
         run.count(x)
-        interpreter.queueStormWrite(x, origin: origin, levels: levels - 1)
+        interpreter.queueStormWrite(x, origin: origin, levels: levels - 1, spin: spin)
       }
       proxy.write.b += 1
     }

@@ -61,7 +61,7 @@ final class ProgramModel {
     case .deinitCallback(let x, let call, let target):
       written.insert(x)
       if call != .read { written.insert(target) }
-    case .storm(let x, _, _):
+    case .storm(let x, _, _, _):
       written.insert(x)
       contended.insert(x)
     }
@@ -94,11 +94,14 @@ final class ProgramModel {
     collecting[x, default: []].insert(context.serving)
   }
 
-  /// A body queued on x, judged wherever x's queue may be served.
-  private func queued(_ x: ContainerName, _ body: (ModelContext) -> ModelOutcomes) {
+  /// A body queued on x, judged wherever x's queue may be served. Unless `certain`, the
+  /// write may also have run in place instead, so the queued run is only one possibility.
+  private func queued(
+    _ x: ContainerName, certain: Bool, _ body: (ModelContext) -> ModelOutcomes
+  ) {
     var contexts = releaseContexts[x] ?? []
     contexts.insert(ModelContext())
-    var result: ModelOutcomes = []
+    var result: ModelOutcomes = certain ? [] : .complete
     for context in contexts { result.formUnion(body(context)) }
     background.append(result)
   }
@@ -158,8 +161,8 @@ final class ProgramModel {
       if let deinitCall { result = result.then(self.evaluate(deinitCall, context)) }
       return result
     }
-    let queue: () -> ModelOutcomes = {
-      self.queued(x) { serving in
+    let queue: (Bool) -> ModelOutcomes = { certain in
+      self.queued(x, certain: certain) { serving in
         var lent = serving
         lent.lent.insert(x)
         var result = self.proxy(
@@ -171,12 +174,12 @@ final class ProgramModel {
       // A keep-here body that ran elsewhere kept nothing: the caller goes on as it was.
       return use == .keepHere ? self.steps(body, context) : .complete
     }
-    if context.ownsCheckout(x) { return queue() }
+    if context.ownsCheckout(x) { return queue(true) }
     if context.reading.contains(x) {
       // Would run in place inside the read: stops. Busy: may queue and complete.
-      return contended.contains(x) ? queue().union(.stop) : .stop
+      return contended.contains(x) ? queue(false).union(.stop) : .stop
     }
-    return contended.contains(x) ? inPlace().union(queue()) : inPlace()
+    return contended.contains(x) ? inPlace().union(queue(false)) : inPlace()
   }
 
   private func evaluate(_ step: ProgramStep, _ context: ModelContext) -> ModelOutcomes {
@@ -226,16 +229,16 @@ final class ProgramModel {
       if context.holding.contains(x) { return .warnTask }
       let inPlace = closureWrite(x, body, context)
       guard contended.contains(x) else { return inPlace }
-      queued(x) { serving in
+      queued(x, certain: false) { serving in
         var inner = serving
         inner.closureWriting.insert(x)
         return self.steps(body, inner)
       }
       return inPlace.union(.complete)
     case .sleep: return .complete
-    case .storm(let x, _, _):
+    case .storm(let x, _, _, _):
       released(x, ModelContext())
-      queued(x) { serving in
+      queued(x, certain: true) { serving in
         var lent = serving
         lent.lent.insert(x)
         return self.access(x, lent)

@@ -24,7 +24,11 @@ indirect enum ProgramStep: Sendable, Hashable {
   case sleep(Int)
   /// Two threads queue `writeNext`s on x for the given milliseconds, each body spinning a
   /// little and queueing up to `followUps` levels of nested `writeNext`s; returns at once.
-  case storm(ContainerName, milliseconds: Int, followUps: Int)
+  /// `load`: 0 light, 1 faster than one thread can serve, 2 few long bodies (see
+  /// `ProgramInterpreter.storm`). Then each thread
+  /// keeps queueing a write every half millisecond until a `tryWrite` finds the queue
+  /// drained, so that serving can always be handed on.
+  case storm(ContainerName, milliseconds: Int, followUps: Int, load: Int)
 
   /// Readable pseudo-code, indented.
   func render(_ indent: String, into lines: inout [String]) {
@@ -63,11 +67,11 @@ indirect enum ProgramStep: Sendable, Hashable {
       lines.append(
         indent + "\(x).writeNext { [probe] p in a, b }  // probe.deinit: \(target).\(call)")
     case .sleep(let ms): lines.append(indent + "sleep(\(ms) ms)")
-    case .storm(let x, let ms, let followUps):
+    case .storm(let x, let ms, let followUps, let load):
       lines.append(
         indent
-          + "storm: 2 threads queue \(x).writeNext for \(ms) ms (bodies queue \(followUps) "
-          + "levels of follow-ups)")
+          + "storm: 2 threads queue \(x).writeNext for \(ms) ms, load \(load), "
+          + "bodies queue \(followUps) levels of follow-ups, then until drained")
     }
   }
 }
