@@ -3,9 +3,9 @@
 /// are picked at random.
 struct ProgramGenerator {
   static let themes: [(String, Int)] = [
-    ("random", 26), ("read-nesting", 13), ("closure-nesting", 8), ("access-nesting", 7),
-    ("self-hold", 7), ("other-task-wait", 5), ("async-storm", 9), ("follow-up-storm", 7),
-    ("consumers", 10), ("plain-actor", 8),
+    ("random", 21), ("read-nesting", 12), ("closure-nesting", 8), ("access-nesting", 7),
+    ("self-hold", 7), ("other-task-wait", 5), ("async-storm", 15), ("follow-up-storm", 6),
+    ("consumers", 9), ("plain-actor", 8),
   ]
 
   var random: CheckerRandom
@@ -86,11 +86,11 @@ struct ProgramGenerator {
               x, milliseconds: random.int(250...500), followUps: random.int(0...1),
               load: random.pick([1, 2, 2, 2]))
           ]))
-      for _ in 0..<random.int(2...3) {
+      for _ in 0..<random.int(2...4) {
         var steps: [ProgramStep] = []
-        for _ in 0..<random.int(15...40) {
+        for _ in 0..<random.int(30...80) {
           steps.append(random.chance(75) ? .awaitWrite(x, []) : .writeUnlessCancelled(x, []))
-          if random.chance(30) { steps.append(.sleep(random.int(1...5))) }
+          if random.chance(10) { steps.append(.sleep(random.int(1...5))) }
         }
         program.roots.append(
           ProgramRoot(
@@ -135,10 +135,11 @@ struct ProgramGenerator {
     case "plain-actor":
       var tasks: [[PlainStep]] = []
       for _ in 0..<random.int(2...4) {
-        var steps: [PlainStep] = []
+        var steps: [PlainStep] = random.chance(50) ? [.holdAcrossAwait(milliseconds: 5)] : []
         for _ in 0..<random.int(2...8) {
           steps.append(
             random.pick([
+              .holdAcrossAwait(milliseconds: random.int(1...10)),
               .holdAcrossAwait(milliseconds: random.int(1...10)), .read, .readClosure, .tryWrite,
               .writeNext, .yield,
             ]))

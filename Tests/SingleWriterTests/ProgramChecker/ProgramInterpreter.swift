@@ -13,7 +13,7 @@ struct ProgramInterpreter: Sendable {
 
   func runSync(_ step: ProgramStep, origin: UInt) {
     let saved = StepMarker.current
-    run.enter()
+    run.enter(step.label)
     defer { StepMarker.current = saved }
     let box = run.box
     switch step {
@@ -133,7 +133,7 @@ struct ProgramInterpreter: Sendable {
   /// Two threads queue writes for a while; each body spins a little and may queue nested
   /// follow-ups, which keep the origin of the write that queued them. A light storm is
   /// about 6,000 writes a second (under half a core of work); a heavy one (load 1), about
-  /// 25,000, more than one thread can serve; load 2, few writes of 150 µs each, which keep
+  /// 25,000, more than one thread can serve; load 2, about 8,000 writes of 80 µs each, which keep
   /// a server busy past its millisecond while others (tasks) queue. Then each thread queues a write every half
   /// millisecond until a `tryWrite` finds the writer free: whoever serves the backlog can
   /// always hand it on to a thread that is still calling.
@@ -146,13 +146,13 @@ struct ProgramInterpreter: Sendable {
         let end = StepMarker.now + UInt64(milliseconds) * 1_000_000
         var n = 0
         while StepMarker.now < end {
-          run.enter()
+          run.enter("storm writeNext")
           run.count(x)
           queueStormWrite(
-            x, origin: origin, levels: followUps, spin: load == 2 ? 150_000 : 20_000)
+            x, origin: origin, levels: followUps, spin: load == 2 ? 80_000 : 20_000)
           n += 1
           if load == 2 {
-            usleep(250)
+            usleep(200)
           } else if load == 1 {
             usleep(n % 8 == 0 ? 200 : 20)
           } else {
@@ -161,7 +161,7 @@ struct ProgramInterpreter: Sendable {
         }
         let drainEnd = StepMarker.now + 4_000_000_000
         while StepMarker.now < drainEnd {
-          run.enter()
+          run.enter("storm drain")
           let done: Void? = run.box(x).tryWrite { value in
             value.a += 1
             value.b += 1
@@ -207,7 +207,7 @@ struct ProgramInterpreter: Sendable {
     let origin = StepMarker.thread
     switch step {
     case .awaitWrite(let x, let body):
-      let mark = run.enter(awaitWrite: true)
+      let mark = run.enter(step.label, awaitWrite: true)
       run.count(x)
       await run.box(x).write { value in
         run.bodyBegan(origin: origin, own: mark)
@@ -216,7 +216,7 @@ struct ProgramInterpreter: Sendable {
       }
       run.enter()
     case .writeUnlessCancelled(let x, let body):
-      let mark = run.enter(awaitWrite: true)
+      let mark = run.enter(step.label, awaitWrite: true)
       do {
         try await run.box(x).writeUnlessCancelled { value in
           run.bodyBegan(origin: origin, own: mark)
@@ -227,13 +227,13 @@ struct ProgramInterpreter: Sendable {
       } catch {}
       run.enter()
     case .checkout(let x, let use, let body):
-      run.enter()
+      run.enter(step.label)
       guard let proxy = try? await run.box(x).checkout() else { return }
       run.enter()
       run.count(x)
       await useProxy(proxy, use, body)
     case .writer(let x, let use, let body):
-      run.enter()
+      run.enter(step.label)
       guard let proxy = run.box(x).writer else { return }
       run.count(x)
       await useProxy(proxy, use, body)
@@ -242,7 +242,7 @@ struct ProgramInterpreter: Sendable {
       try? await Task.sleep(nanoseconds: UInt64(milliseconds) * 1_000_000)
       run.enter()
     default:
-      run.enter()
+      run.enter("harness")
       runSync(step, origin: origin)
     }
   }

@@ -15,7 +15,8 @@ final class ProgramRun: Sendable {
   let servingBound: UInt64
   private let failures = Locked([String]())
   /// Each body's start: (serving thread, its step, origin thread, time).
-  private let bodies = Locked([(thread: UInt, step: Int, origin: UInt, start: UInt64)]())
+  private let bodies = Locked(
+    [(thread: UInt, step: Int, label: String, origin: UInt, start: UInt64)]())
   private let ids = Counter()
 
   init(_ program: CheckedProgram, chaos: Bool) {
@@ -31,8 +32,8 @@ final class ProgramRun: Sendable {
 
   /// A fresh mark for a step, set as the thread's current one.
   @discardableResult
-  func enter(awaitWrite: Bool = false) -> StepMark {
-    let mark = StepMark(id: ids.add(1), isAwaitWrite: awaitWrite)
+  func enter(_ label: String = "harness", awaitWrite: Bool = false) -> StepMark {
+    let mark = StepMark(id: ids.add(1), label: label, isAwaitWrite: awaitWrite)
     StepMarker.current = mark
     return mark
   }
@@ -44,10 +45,10 @@ final class ProgramRun: Sendable {
     if let current, current.isAwaitWrite, !current.begun, current !== own {
       fail(
         "an await served others before suspending: a queued body (queued from thread "
-          + "\(origin)) ran on thread \(StepMarker.thread) inside `await write` step "
-          + "\(current.id), before that await's own body began")
+          + "\(origin)) ran on thread \(StepMarker.thread) inside step \(current.id) "
+          + "(\(current.label)), before that await's own body began")
     }
-    let record = (StepMarker.thread, current?.id ?? 0, origin, StepMarker.now)
+    let record = (StepMarker.thread, current?.id ?? 0, current?.label ?? "", origin, StepMarker.now)
     bodies.withLock { $0.append(record) }
   }
 
@@ -64,7 +65,7 @@ final class ProgramRun: Sendable {
     }
     var spans: [String: (first: UInt64, last: UInt64, count: Int)] = [:]
     for body in bodies.withLock({ $0 }) where body.origin != body.thread && body.step != 0 {
-      let key = "thread \(body.thread) in step \(body.step)"
+      let key = "thread \(body.thread) in step \(body.step) (\(body.label))"
       let old = spans[key] ?? (body.start, body.start, 0)
       spans[key] = (min(old.first, body.start), max(old.last, body.start), old.count + 1)
     }

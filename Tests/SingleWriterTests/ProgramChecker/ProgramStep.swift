@@ -30,6 +30,13 @@ indirect enum ProgramStep: Sendable, Hashable {
   /// drained, so that serving can always be handed on.
   case storm(ContainerName, milliseconds: Int, followUps: Int, load: Int)
 
+  /// The call, for failure messages.
+  var label: String {
+    var lines: [String] = []
+    render("", into: &lines)
+    return lines.first ?? ""
+  }
+
   /// Readable pseudo-code, indented.
   func render(_ indent: String, into lines: inout [String]) {
     func nested(_ steps: [ProgramStep]) {

@@ -2,12 +2,15 @@
 /// `StepMarker`), so that a body can tell on whose behalf its thread is running it.
 final class StepMark: Sendable {
   let id: Int
+  /// What the step is, for failure messages.
+  let label: String
   /// An `await write` or `writeUnlessCancelled` call, until its own body begins.
   let isAwaitWrite: Bool
   private let begunFlag = Locked(false)
 
-  init(id: Int, isAwaitWrite: Bool = false) {
+  init(id: Int, label: String, isAwaitWrite: Bool = false) {
     self.id = id
+    self.label = label
     self.isAwaitWrite = isAwaitWrite
   }
 
