@@ -42,15 +42,17 @@ import Testing
         counts[kind, default: 0] += 1
         guard let failure else { continue }
         let elapsed = Int(Date().timeIntervalSince(started))
-        if firstFound[failure.kind] == nil {
-          firstFound[failure.kind] = "seed \(seed) after \(ran) programs, \(elapsed) s"
+        // The first of each kind, and of each kind in each theme, for the summary.
+        for key in [failure.kind, "\(failure.kind) in \(program.theme)"]
+        where firstFound[key] == nil {
+          firstFound[key] = "seed \(seed) after \(ran) programs, \(elapsed) s"
         }
         failures.append((seed, failure.kind, failure.message))
         // Every program of the first five failures of each kind is listed; replay the rest.
         let shown = failures.filter { $0.kind == failure.kind }.count <= 5 || settings.replay
         Issue.record(
           """
-          ProgramChecker FAILURE (\(failure.kind)): \(failure.message)
+          ProgramChecker FAILURE (\(failure.kind)), seed \(seed) (\(program.theme)): \(failure.message)
           model allows: \(allowed); replay: SINGLEWRITER_CHECKER_SEED=\(seed) swift test --filter ProgramChecker
           \(shown ? program.listing : "(listing omitted; replay the seed)")
           child stderr for this program (tail):
