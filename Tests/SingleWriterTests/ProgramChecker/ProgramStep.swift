@@ -59,13 +59,17 @@ indirect enum ProgramStep: Sendable, Hashable {
     case .withWriter(let x, let body):
       block("\(x).withWriter { $0.a += 1;", body, "$0.b += 1 }")
     case .writeNext(let x, let use, let body):
-      block("\(x).writeNext [\(use.label)] { p in p.write.a += 1;", body, "p.write.b += 1 }")
+      block(
+        "\(x).writeNext [\(use.label)] { p in p.write.a += 1;\(use.opening)", body,
+        "\(use.closing)p.write.b += 1 }")
     case .writer(let x, let use, let body):
-      block("if let p = \(x).writer [\(use.label)] { p.write.a += 1;", body, "p.write.b += 1 }")
+      block(
+        "if let p = \(x).writer [\(use.label)] { p.write.a += 1;\(use.opening)", body,
+        "\(use.closing)p.write.b += 1 }")
     case .checkout(let x, let use, let body):
       block(
-        "let p = try await \(x).checkout() [\(use.label)]; p.write.a += 1;", body,
-        "p.write.b += 1; release p")
+        "let p = try await \(x).checkout() [\(use.label)]; p.write.a += 1;\(use.opening)",
+        body, "\(use.closing)p.write.b += 1; release p")
     case .awaitWrite(let x, let body):
       block("await \(x).write { $0.a += 1;", body, "$0.b += 1 }")
     case .writeUnlessCancelled(let x, let body):

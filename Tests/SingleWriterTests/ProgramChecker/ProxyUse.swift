@@ -14,6 +14,10 @@ enum ProxyUse: Sendable, Hashable {
   /// after `writeNext` returned, still holding it, then writes `b` and releases.
   case keepHere
 
+  /// Where the listing opens the access the nested steps run in, if any.
+  var opening: String { self == .insideAccess ? " p.write.visit {" : "" }
+  var closing: String { self == .insideAccess ? "}; " : "" }
+
   var label: String {
     switch self {
     case .twoAccesses: return "use"
