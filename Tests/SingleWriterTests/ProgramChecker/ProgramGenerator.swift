@@ -83,13 +83,16 @@ struct ProgramGenerator {
           kind: .thread, startDelay: 0, cancelAfter: nil,
           steps: [
             .storm(
-              x, milliseconds: random.int(250...500), followUps: random.int(0...1),
+              x, milliseconds: random.int(400...800), followUps: random.int(0...1),
               load: random.pick([1, 2, 2, 2]))
           ]))
       for _ in 0..<random.int(2...4) {
         var steps: [ProgramStep] = []
-        for _ in 0..<random.int(30...80) {
-          steps.append(random.chance(75) ? .awaitWrite(x, []) : .writeUnlessCancelled(x, []))
+        for _ in 0..<random.int(60...150) {
+          // Bodies of about 100 µs keep whoever serves busy past its millisecond with the
+          // tasks alone, so that the next await to queue is chosen to take over.
+          let body: [ProgramStep] = random.chance(60) ? [.work(random.int(60...120))] : []
+          steps.append(random.chance(75) ? .awaitWrite(x, body) : .writeUnlessCancelled(x, body))
           if random.chance(10) { steps.append(.sleep(random.int(1...5))) }
         }
         program.roots.append(
@@ -270,7 +273,7 @@ struct ProgramGenerator {
     func walk(_ step: ProgramStep, _ outer: Set<ContainerName>) -> Bool {
       switch step {
       case .read(let x): return outer.contains(x.other)
-      case .sleep, .storm: return false
+      case .sleep, .work, .storm: return false
       case .deinitCallback(let x, _, let target): return outer.contains(x.other) || target != x
       case .readClosure(let x, let body), .tryWrite(let x, let body), .withWriter(let x, let body),
         .awaitWrite(let x, let body), .writeUnlessCancelled(let x, let body),

@@ -50,6 +50,9 @@ struct ProgramInterpreter: Sendable {
         proxy.write.b += 1
       }
     case .sleep(let milliseconds): usleep(UInt32(milliseconds * 1_000))
+    case .work(let microseconds):
+      let end = StepMarker.now + UInt64(microseconds) * 1_000
+      while StepMarker.now < end {}
     case .storm(let x, let milliseconds, let followUps, let load):
       storm(x, milliseconds: milliseconds, followUps: followUps, load: load)
     case .checkout, .awaitWrite, .writeUnlessCancelled:

@@ -50,7 +50,7 @@ final class ProgramModel {
 
   private func collectWrites(_ step: ProgramStep, into written: inout Set<ContainerName>) {
     switch step {
-    case .read, .sleep: break
+    case .read, .sleep, .work: break
     case .readClosure(_, let body):
       for inner in body { collectWrites(inner, into: &written) }
     case .tryWrite(let x, let body), .withWriter(let x, let body), .awaitWrite(let x, let body),
@@ -235,7 +235,7 @@ final class ProgramModel {
         return self.steps(body, inner)
       }
       return inPlace.union(.complete)
-    case .sleep: return .complete
+    case .sleep, .work: return .complete
     case .storm(let x, _, _, _):
       released(x, ModelContext())
       queued(x, certain: true) { serving in

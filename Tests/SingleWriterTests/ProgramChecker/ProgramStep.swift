@@ -22,6 +22,8 @@ indirect enum ProgramStep: Sendable, Hashable {
   case deinitCallback(ContainerName, DeinitCall, target: ContainerName)
   /// `usleep`, or `Task.sleep` in a task's own steps.
   case sleep(Int)
+  /// Busy-waits this many microseconds (a body that takes a while).
+  case work(Int)
   /// Two threads queue `writeNext`s on x for the given milliseconds, each body spinning a
   /// little and queueing up to `followUps` levels of nested `writeNext`s; returns at once.
   /// `load`: 0 light, 1 faster than one thread can serve, 2 few long bodies (see
@@ -78,6 +80,7 @@ indirect enum ProgramStep: Sendable, Hashable {
       lines.append(
         indent + "\(x).writeNext { [probe] p in a, b }  // probe.deinit: \(target).\(call)")
     case .sleep(let ms): lines.append(indent + "sleep(\(ms) ms)")
+    case .work(let us): lines.append(indent + "busy-wait \(us) µs")
     case .storm(let x, let ms, let followUps, let load):
       lines.append(
         indent
