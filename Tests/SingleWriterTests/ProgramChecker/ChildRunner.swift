@@ -1,0 +1,144 @@
+import Foundation
+import SingleWriter
+
+/// The child process's side: runs a batch of programs, one after another, printing a
+/// marker before and after each, and exits with a nonzero code so that the parent's exit
+/// test accepts every ending: 10 when the batch is done, 4 when a check failed, 3 from the
+/// watchdog; a stop ends it with its own message and signal.
+enum ChildRunner {
+  static let races = Locked([String]())
+
+  static func emit(_ text: String) {
+    FileHandle.standardError.write(Data(text.utf8))
+  }
+
+  static var chaos: Bool { ProcessInfo.processInfo.environment["SINGLEWRITER_CHAOS_SEED"] != nil }
+
+  static func run(_ seeds: [UInt64]) async {
+    let watchdog = ChildWatchdog()
+    #if DEBUG
+      RaceDetector.onRace = { report in races.withLock { $0.append("\(report)") } }
+    #endif
+    for seed in seeds {
+      let program = ProgramGenerator.program(seed: seed)
+      let outcomes = ProgramModel(program).outcomes
+      // A program that can only warn ends by the watchdog: a shorter one does.
+      let warnsOnly = !outcomes.contains(.complete) && !outcomes.intersection(.warn).isEmpty
+      watchdog.arm(seed, seconds: (warnsOnly ? 3.5 : 6) * (chaos ? 3 : 1))
+      emit("CHK-BEGIN \(seed)\n")
+      let failures = await run(program)
+      guard failures.isEmpty else {
+        emit("CHK-FAIL \(seed) \(failures.joined(separator: " | "))\n")
+        _exit(4)
+      }
+      emit("CHK-END \(seed)\n")
+    }
+    emit("CHK-BATCH-DONE\n")
+    _exit(10)
+  }
+
+  static func run(_ program: CheckedProgram) async -> [String] {
+    if case .plain(let onMain, let tasks) = program.flavor {
+      return await runPlain(onMain: onMain, tasks)
+    }
+    let run = ProgramRun(program, chaos: chaos)
+    let interpreter = ProgramInterpreter(run: run)
+    var consumers: [Task<Void, Never>] = []
+    for x in program.consumers {
+      let box = run.box(x)
+      consumers.append(
+        Task.detached {
+          for await value in box.changes() {
+            run.enter()
+            if value.a != value.b {
+              run.fail(
+                "a changes() consumer of \(x) saw a half-done value: a = \(value.a), "
+                  + "b = \(value.b)")
+            }
+          }
+        })
+    }
+    let host = ProgramActor()
+    for root in program.roots {
+      run.group.enter()
+      let delay = UInt64(root.startDelay) * 1_000_000
+      let task: Task<Void, Never>
+      switch root.kind {
+      case .thread:
+        let thread = Thread {
+          usleep(UInt32(delay / 1_000))
+          run.enter()
+          interpreter.runSync(root.steps, origin: StepMarker.thread)
+          run.group.leave()
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+        continue
+      case .pool:
+        task = Task.detached {
+          try? await Task.sleep(nanoseconds: delay)
+          run.enter()
+          await interpreter.runAsync(root.steps)
+          run.group.leave()
+        }
+      case .mainActor:
+        task = Task { @MainActor in
+          try? await Task.sleep(nanoseconds: delay)
+          run.enter()
+          await interpreter.runAsync(root.steps)
+          run.group.leave()
+        }
+      case .actor:
+        task = Task.detached {
+          try? await Task.sleep(nanoseconds: delay)
+          run.enter()
+          await host.run(interpreter, root.steps)
+          run.group.leave()
+        }
+      }
+      if let cancel = root.cancelAfter {
+        Task.detached {
+          try? await Task.sleep(nanoseconds: delay + UInt64(cancel) * 1_000_000)
+          task.cancel()
+        }
+      }
+    }
+    await withCheckedContinuation { continuation in
+      run.group.notify(queue: .global()) { continuation.resume() }
+    }
+    for consumer in consumers {
+      consumer.cancel()
+      await consumer.value
+    }
+    return run.finalFailures()
+  }
+
+  static func runPlain(onMain: Bool, _ tasks: [[PlainStep]]) async -> [String] {
+    races.withLock { $0 = [] }
+    let value: CheckedPair
+    let issued: Int
+    if onMain {
+      let owner = await MainPlainOwner()
+      await withTaskGroup(of: Void.self) { group in
+        for steps in tasks { group.addTask { await owner.run(steps) } }
+      }
+      (value, issued) = await owner.result()
+    } else {
+      let owner = PlainOwner()
+      await withTaskGroup(of: Void.self) { group in
+        for steps in tasks { group.addTask { await owner.run(steps) } }
+      }
+      (value, issued) = await owner.result()
+    }
+    var failures = races.withLock { $0 }.map {
+      "the race detector reported a race on a plain SingleWriter owned by "
+        + (onMain ? "the main actor" : "an actor") + ": \($0.prefix(600))"
+    }
+    if value.a != issued || value.b != issued {
+      failures.append(
+        "lost or doubled writes on the plain SingleWriter: \(issued) issued, a = \(value.a), "
+          + "b = \(value.b)")
+    }
+    return failures
+  }
+}

@@ -1,0 +1,249 @@
+/// The model: which ways a generated program may end, by the documented promises.
+///
+/// Each step is judged in the context of its thread or task (inside which reads, closure
+/// writes, accesses and proxies of each container). A queued body runs on whichever
+/// thread ends the checkout ahead of it, so it is judged in every context where a
+/// checkout of its container may end in this program, found by evaluating the program
+/// until those contexts stop growing.
+final class ProgramModel {
+  let program: CheckedProgram
+  /// Containers whose writer another root, a helper or a storm may hold at any moment, so
+  /// that a write there may find it busy (queue, or get `nil`).
+  private(set) var contended: Set<ContainerName> = []
+  private var releaseContexts: [ContainerName: Set<ModelContext>] = [:]
+  private var collecting: [ContainerName: Set<ModelContext>] = [:]
+  private var background: [ModelOutcomes] = []
+  private var rootCancellable = false
+
+  init(_ program: CheckedProgram) {
+    self.program = program
+    var writers: [ContainerName: Int] = [:]
+    for root in program.roots {
+      var written: Set<ContainerName> = []
+      for step in root.steps { collectWrites(step, into: &written) }
+      for x in written { writers[x, default: 0] += 1 }
+    }
+    contended = Set(writers.filter { $0.value >= 2 }.map(\.key))
+    for root in program.roots { for step in root.steps { collectHeld(step) } }
+  }
+
+  /// What the program may do.
+  lazy var outcomes: ModelOutcomes = evaluate()
+
+  private func evaluate() -> ModelOutcomes {
+    guard case .threadSafe = program.flavor else { return .complete }
+    var result: ModelOutcomes = []
+    for _ in 0..<4 {
+      collecting = releaseContexts
+      background = []
+      var parts: [ModelOutcomes] = []
+      for root in program.roots {
+        rootCancellable = root.cancelAfter != nil
+        parts.append(steps(root.steps, ModelContext(inTask: root.kind.isTask)))
+      }
+      result = .concurrent(parts + background)
+      if collecting == releaseContexts { break }
+      releaseContexts = collecting
+    }
+    return result
+  }
+
+  private func collectWrites(_ step: ProgramStep, into written: inout Set<ContainerName>) {
+    switch step {
+    case .read, .sleep, .work: break
+    case .readClosure(_, let body):
+      for inner in body { collectWrites(inner, into: &written) }
+    case .tryWrite(let x, let body), .withWriter(let x, let body), .awaitWrite(let x, let body),
+      .writeUnlessCancelled(let x, let body), .writeNext(let x, _, let body),
+      .writer(let x, _, let body), .checkout(let x, _, let body):
+      written.insert(x)
+      for inner in body { collectWrites(inner, into: &written) }
+    case .deinitCallback(let x, let call, let target):
+      written.insert(x)
+      if call != .read { written.insert(target) }
+    case .storm(let x, _, _, _):
+      written.insert(x)
+      contended.insert(x)
+    }
+  }
+
+  /// Proxies handed to helpers hold the writer after the step returned.
+  private func collectHeld(_ step: ProgramStep) {
+    switch step {
+    case .writeNext(let x, let use, let body), .writer(let x, let use, let body),
+      .checkout(let x, let use, let body):
+      if use == .handToThread || use == .handToTask { contended.insert(x) }
+      body.forEach(collectHeld)
+    case .readClosure(_, let body), .tryWrite(_, let body), .withWriter(_, let body),
+      .awaitWrite(_, let body), .writeUnlessCancelled(_, let body):
+      body.forEach(collectHeld)
+    default: break
+    }
+  }
+
+  private func steps(_ list: [ProgramStep], _ context: ModelContext) -> ModelOutcomes {
+    var result: ModelOutcomes = .complete
+    for step in list {
+      result = result.then(evaluate(step, context))
+      if !result.contains(.complete) { break }
+    }
+    return result
+  }
+
+  private func released(_ x: ContainerName, _ context: ModelContext) {
+    collecting[x, default: []].insert(context.serving)
+  }
+
+  /// A body queued on x, judged wherever x's queue may be served. Unless `certain`, the
+  /// write may also have run in place instead, so the queued run is only one possibility.
+  private func queued(
+    _ x: ContainerName, certain: Bool, _ body: (ModelContext) -> ModelOutcomes
+  ) {
+    var contexts = releaseContexts[x] ?? []
+    contexts.insert(ModelContext())
+    var result: ModelOutcomes = certain ? [] : .complete
+    for context in contexts { result.formUnion(body(context)) }
+    background.append(result)
+  }
+
+  private func access(_ x: ContainerName, _ context: ModelContext) -> ModelOutcomes {
+    context.reading.contains(x) ? .stop : .complete
+  }
+
+  private func closureWrite(
+    _ x: ContainerName, _ body: [ProgramStep], _ context: ModelContext
+  ) -> ModelOutcomes {
+    var inner = context
+    inner.closureWriting.insert(x)
+    let result = steps(body, inner)
+    released(x, context)
+    return result
+  }
+
+  /// A proxy of x used as `use` says, taken in `context`; `lent` for a `writeNext` body.
+  private func proxy(
+    _ x: ContainerName, _ use: ProxyUse, _ body: [ProgramStep], _ context: ModelContext,
+    lent: Bool
+  ) -> ModelOutcomes {
+    var inner = context
+    if lent { inner.lent.insert(x) } else { inner.holding.insert(x) }
+    let first = access(x, inner)
+    switch use {
+    case .twoAccesses, .keepHere:
+      return first.then(steps(body, inner)).then(access(x, inner))
+    case .insideAccess:
+      var accessing = inner
+      accessing.accessing.insert(x)
+      return first.then(access(x, inner)).then(steps(body, accessing)).then(access(x, inner))
+    case .handToThread, .handToTask:
+      released(x, ModelContext(inTask: use == .handToTask))
+      return first.then(steps(body, inner))
+    }
+  }
+
+  private func writeNext(
+    _ x: ContainerName, _ use: ProxyUse, _ body: [ProgramStep], _ context: ModelContext,
+    deinitCall: ProgramStep?
+  ) -> ModelOutcomes {
+    let inPlace: () -> ModelOutcomes = {
+      var result: ModelOutcomes
+      if use == .keepHere {
+        var lent = context
+        lent.lent.insert(x)
+        var holding = context
+        holding.holding.insert(x)
+        result = self.access(x, lent).then(self.steps(body, holding)).then(
+          self.access(x, holding))
+      } else {
+        result = self.proxy(x, use, body, context, lent: true)
+      }
+      if use != .handToThread && use != .handToTask { self.released(x, context) }
+      if let deinitCall { result = result.then(self.evaluate(deinitCall, context)) }
+      return result
+    }
+    let queue: (Bool) -> ModelOutcomes = { certain in
+      self.queued(x, certain: certain) { serving in
+        var lent = serving
+        lent.lent.insert(x)
+        var result = self.proxy(
+          x, use == .keepHere ? .twoAccesses : use, use == .keepHere ? [] : body, serving,
+          lent: true)
+        if let deinitCall { result = result.then(self.evaluate(deinitCall, lent)) }
+        return result
+      }
+      // A keep-here body that ran elsewhere kept nothing: the caller goes on as it was.
+      return use == .keepHere ? self.steps(body, context) : .complete
+    }
+    if context.ownsCheckout(x) { return queue(true) }
+    if context.reading.contains(x) {
+      // Would run in place inside the read: stops. Busy: may queue and complete.
+      return contended.contains(x) ? queue(false).union(.stop) : .stop
+    }
+    return contended.contains(x) ? inPlace().union(queue(false)) : inPlace()
+  }
+
+  private func evaluate(_ step: ProgramStep, _ context: ModelContext) -> ModelOutcomes {
+    switch step {
+    case .read(let x):
+      let blocked = context.closureWriting.contains(x) || context.accessing.contains(x)
+      return blocked ? .stop : .complete
+    case .readClosure(let x, let body):
+      if context.closureWriting.contains(x) || context.accessing.contains(x) { return .stop }
+      var inner = context
+      inner.reading.insert(x)
+      return steps(body, inner)
+    case .tryWrite(let x, let body):
+      if context.reading.contains(x) { return .stop }
+      if context.ownsCheckout(x) { return .complete }  // returns nil
+      let ran = closureWrite(x, body, context)
+      return contended.contains(x) ? ran.union(.complete) : ran
+    case .withWriter(let x, let body):
+      if context.reading.contains(x) || context.closureWriting.contains(x)
+        || context.lent.contains(x) || context.accessing.contains(x)
+      {
+        return .stop
+      }
+      if context.holding.contains(x) { return .warnThread }
+      return closureWrite(x, body, context)
+    case .writeNext(let x, let use, let body):
+      return writeNext(x, use, body, context, deinitCall: nil)
+    case .deinitCallback(let x, let call, let target):
+      let callStep: ProgramStep
+      switch call {
+      case .writeNext: callStep = .writeNext(target, .twoAccesses, [])
+      case .read: callStep = .read(target)
+      case .withWriter: callStep = .withWriter(target, [])
+      }
+      return writeNext(x, .twoAccesses, [], context, deinitCall: callStep)
+    case .writer(let x, let use, let body):
+      if context.ownsCheckout(x) { return .complete }  // nil
+      let got = proxy(x, use, body, context, lent: false)
+      if use == .twoAccesses || use == .insideAccess { released(x, context) }
+      return contended.contains(x) ? got.union(.complete) : got
+    case .checkout(let x, let use, let body):
+      if context.holding.contains(x) { return .warnTask }
+      let got = proxy(x, use, body, context, lent: false)
+      if use == .twoAccesses || use == .insideAccess { released(x, context) }
+      return rootCancellable ? got.union(.complete) : got
+    case .awaitWrite(let x, let body), .writeUnlessCancelled(let x, let body):
+      if context.holding.contains(x) { return .warnTask }
+      let inPlace = closureWrite(x, body, context)
+      guard contended.contains(x) else { return inPlace }
+      queued(x, certain: false) { serving in
+        var inner = serving
+        inner.closureWriting.insert(x)
+        return self.steps(body, inner)
+      }
+      return inPlace.union(.complete)
+    case .sleep, .work: return .complete
+    case .storm(let x, _, _, _):
+      released(x, ModelContext())
+      queued(x, certain: true) { serving in
+        var lent = serving
+        lent.lent.insert(x)
+        return self.access(x, lent)
+      }
+      return .complete
+    }
+  }
+}
