@@ -219,6 +219,17 @@ typedef struct sw_serial_executor_ref {
 } sw_serial_executor_ref;
 #endif
 
+uintptr_t sw_current_task(void) {
+#if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
+  typedef __attribute__((swiftcall)) void *(*current_task)(void);
+  static _Atomic(uintptr_t) slot;
+  current_task get = (current_task)sw_symbol(&slot, "swift_task_getCurrent");
+  return get ? (uintptr_t)get() : 0;
+#else
+  return 0;
+#endif
+}
+
 uintptr_t sw_current_executor_identity(void) {
 #if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
   // Swift's calling convention; looked up, not linked, as `swift_demangle` is above.

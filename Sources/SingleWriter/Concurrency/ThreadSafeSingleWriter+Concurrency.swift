@@ -27,12 +27,17 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// throws only what `body` throws: a cancelled request still counts its hit. For a
   /// wait that gives up on cancellation, use ``writeUnlessCancelled(_:)``. `body` itself
   /// is synchronous, so the value is never held across an `await`.
+  ///
+  /// It runs in the caller's isolation (`isolation`, the caller's actor by default), so a
+  /// write from an actor that finds the writer free never leaves that actor.
   @inlinable
   public func write<R, E: Error>(
+    isolation: isolated (any Actor)? = #isolation,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws(E) -> sending R {
     if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
-    return try await writeInTurn(body, unlessCancelled: false).unsafelyUnwrapped.get()
+    return try await writeInTurn(body, unlessCancelled: false, thread: sw_current_thread())
+      .unsafelyUnwrapped.get()
   }
 
   /// ``write(_:)``, unless the task is cancelled first: then it throws
@@ -46,11 +51,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// `body` has begun, the write completes.
   @inlinable
   public func writeUnlessCancelled<R, E: Error>(
+    isolation: isolated (any Actor)? = #isolation,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws -> sending R {
     try Task.checkCancellation()
     if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
-    guard let result = await writeInTurn(body, unlessCancelled: true) else {
+    let result = await writeInTurn(body, unlessCancelled: true, thread: sw_current_thread())
+    guard let result else {
       throw CancellationError()
     }
     return try result.get()
@@ -60,7 +67,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// server. `nil` if cancelled while waiting (only `unlessCancelled`).
   @usableFromInline
   func writeInTurn<R, E: Error>(
-    _ body: sending (inout sending Value) throws(E) -> sending R, unlessCancelled: Bool
+    _ body: sending (inout sending Value) throws(E) -> sending R, unlessCancelled: Bool,
+    thread: UInt
   ) async -> sending Result<R, E>? {
     let queued = QueuedWrite<Value, R, E>()
     let waiter = TaskWaiter()
@@ -70,9 +78,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     let ran = await withoutActuallyEscaping(body) { body in
       queued.body = body
       defer { queued.body = nil }
-      let ran = await waitForTurn(unlessCancelled: unlessCancelled, waiter: waiter) {
-        .asyncWrite($0, queued.run)
-      }
+      let ran = await waitForTurn(
+        unlessCancelled: unlessCancelled, waiter: waiter, thread: thread
+      ) { .asyncWrite($0, queued.run) }
       // Acquires what the server released after the body: its accesses come first.
       if ran { _ = sw_load_acquire(waiter.state) }
       return ran
@@ -95,10 +103,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Suspends until the queue reaches this task's entry and returns `true`, or, with
   /// `unlessCancelled`, returns `false` if the task is cancelled first. The waiter's
   /// state decides which of the two happens.
+  ///
+  /// `thread`: the thread the caller ran on, in its own isolation, before any suspension.
   @usableFromInline
   func waitForTurn(
     unlessCancelled: Bool, atFront: Bool = false, waiter: TaskWaiter = TaskWaiter(),
-    _ entry: (TaskWaiter) -> Pending
+    thread: UInt, _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
     let me = currentTaskID()
     return await withTaskCancellationHandler {
@@ -109,10 +119,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           waiter.continuation.take()!.resume(returning: false)
           return
         }
-        // Waiting behind a checkout this task holds may never end: warn after a second.
-        // A proxy from `writer` or `checkout()` carries the id of the task that took it,
-        // wherever the task has run since; a thread says nothing about a task.
-        if me != 0, lock.isHeld(byTask: me) { warnIfStillWaiting(waiter, task: me) }
+        // Waiting behind a checkout this task holds may never end: warn after a second. A
+        // proxy from `checkout()` carries the id of the task that took it, wherever it has
+        // run since. One from `writer` carries only the thread it was taken on, which may
+        // be this task's, or another's that ran there: the warning says only that.
+        if isHeld(byTask: me, orThread: thread) {
+          warnIfStillWaiting(waiter, task: me, thread: thread)
+        }
         enqueue(entry(waiter), atFront: atFront)
       }
     } onCancel: {
@@ -131,21 +144,35 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// Only a task that holds the checkout as it queues can be in that state (it cannot
   /// check out while it waits), so no other wait starts the timer.
-  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
+  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt, thread: UInt) {
     Task { [weak self] in
       try? await Task.sleep(nanoseconds: 1_000_000_000)
       // `self` held across the loads: the container frees the lock's memory.
-      guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
-        self.lock.isHeld(byTask: task)
-      else { return }
-      sw_print_error(
-        """
-        SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that this \
-        same task took, with `checkout()` or `writer` (or a `writeNext` closure that kept \
-        its proxy). If this task still holds that proxy, this is a deadlock: release it \
-        before waiting for the writer again.
-        """)
+      guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting else { return }
+      if self.lock.isHeld(byTask: task) {
+        sw_print_error(
+          """
+          SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that \
+          this same task took with `checkout()`. If this task still holds that proxy, this \
+          is a deadlock: release it before waiting for the writer again.
+          """)
+      } else if self.isHeld(byTask: 0, orThread: thread) {
+        sw_print_error(
+          """
+          SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout taken \
+          with `writer` (or by a `writeNext` closure that kept its proxy) on the thread this \
+          task ran on when it began to wait: the main thread, on the main actor. If this \
+          task took that proxy and still holds it, this is a deadlock: release it before \
+          waiting for the writer again.
+          """)
+      }
     }
+  }
+
+  /// Whether a proxy from `checkout()` in `task`, or one taken on `thread`, holds the
+  /// checkout.
+  func isHeld(byTask task: UInt, orThread thread: UInt) -> Bool {
+    lock.isHeld(byTask: task) || sw_uptr_load(lock.checkoutThread) == thread
   }
 }
 
@@ -168,7 +195,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// Holding the proxy across an `await` keeps every other writer waiting, as intended;
   /// while it is held, do not block every thread of the cooperative pool in `withWriter`
   /// on this container (use `await write`), or the task holding it cannot resume.
-  public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
+  public func checkout(
+    isolation: isolated (any Actor)? = #isolation
+  ) async throws -> ThreadSafeWriterProxy<Value> {
     var atFront = false
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
@@ -176,7 +205,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       let waiter = TaskWaiter()
       guard
         await waitForTurn(
-          unlessCancelled: true, atFront: atFront, waiter: waiter, { .checkout($0) })
+          unlessCancelled: true, atFront: atFront, waiter: waiter,
+          thread: sw_current_thread(), { .checkout($0) })
       else { throw CancellationError() }
       // Woken at its turn: the server waits a little for this claim, then hands it over.
       if waiter.claim() { break }
@@ -187,12 +217,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   }
 }
 
-/// An id for the current task, or 0 outside one; only compared, never dereferenced. An
-/// `UnsafeCurrentTask` is one reference to the task: its bits are the task's address.
+/// An id for the current task, or 0 outside one; only compared, never dereferenced.
 @inlinable
-func currentTaskID() -> UInt {
-  withUnsafeCurrentTask { task in task.map { unsafeBitCast($0, to: UInt.self) } ?? 0 }
-}
+func currentTaskID() -> UInt { sw_current_task() }
 
 /// A queued async write: its body, for the serving thread, and its result, for the task.
 @usableFromInline

@@ -447,7 +447,6 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
     sw_uptr_store(lock.checkoutThread, sw_current_thread())
-    lock.recordHoldingTask()
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
     return false
@@ -584,9 +583,6 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     // allocated on the stack; one returned from a call is not.
     @inline(__always) get {
       guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
-      // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
-      // resumes. Out of line: this path stays a compare-and-exchange and two stores.
-      lock.recordHoldingTask()
       return ThreadSafeWriterProxy(owning: self)
     }
   }

@@ -114,10 +114,10 @@ final class Waiter: @unchecked Sendable {
         warned = true
         sw_print_error(
           """
-          SingleWriter: withWriter has waited 1 s for a checkout that this same thread or \
-          task holds through a proxy (from `writer`, `checkout()`, or a `writeNext` closure that \
-          kept it). If it still holds that proxy, this is a deadlock: release it \
-          before calling withWriter.
+          SingleWriter: withWriter has waited 1 s for a checkout taken through a proxy on \
+          this same thread (from `writer`, or a `writeNext` closure that kept it) or by this \
+          task with `checkout()`. If this thread or task still holds that proxy, this is a \
+          deadlock: release it before calling withWriter.
           """)
       }
     }

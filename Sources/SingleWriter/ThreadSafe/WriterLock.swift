@@ -200,22 +200,16 @@ struct WriterLock {
     return true
   }
 
-  /// Records the current task, if any, as the holder of a proxy just checked out.
-  @usableFromInline func recordHoldingTask() {
-    let task = currentTaskID()
-    if task != 0 { sw_uptr_store(checkoutTask, task) }
-  }
-
-  /// Whether a proxy that `task` took holds the checkout (never for task 0).
+  /// Whether a proxy that `task` took with `checkout()` holds the checkout (never for
+  /// task 0). A proxy from `writer` records no task: asking costs a runtime call.
   func isHeld(byTask task: UInt) -> Bool {
     task != 0 && sw_uptr_load(checkoutTask) == task
   }
 
-  /// Whether a proxy of this thread's or task's holds the checkout: one a task took is
-  /// that task's wherever it runs, one taken outside a task is its thread's.
+  /// Whether a proxy that `task` took with `checkout()`, or one taken on `thread`, holds
+  /// the checkout: a blocked `withWriter` then warns, in words that say which.
   func isHeld(byTask task: UInt, orThread thread: UInt) -> Bool {
-    let holder = sw_uptr_load(checkoutTask)
-    return holder != 0 ? holder == task : sw_uptr_load(checkoutThread) == thread
+    isHeld(byTask: task) || sw_uptr_load(checkoutThread) == thread
   }
 
   /// Ends the checkout unless something needs the slow path (queued writes, observers

@@ -41,6 +41,12 @@ int sw_backtrace(void **frames, int capacity);
 /// address: what the dynamic linker knows. Writes a NUL-terminated line into `buffer`.
 void sw_describe_address(const void *address, char *buffer, size_t capacity);
 
+/// The task the calling thread runs, as an address that is only compared, or 0 outside a
+/// task or where the Swift runtime's entry point cannot be called (Windows). The same id
+/// as `withUnsafeCurrentTask`'s, for a fraction of its cost: no generic call, a cached
+/// look-up of the runtime's function, which reads a thread-local.
+uintptr_t sw_current_task(void);
+
 /// The identity of the serial executor the current task runs on: its actor, for an
 /// actor-isolated task; 0 on the global pool, outside a task, or where the Swift runtime's
 /// entry point cannot be called (Windows). For race reports, which take an actor's jobs,
