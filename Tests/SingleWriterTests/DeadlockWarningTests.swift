@@ -3,18 +3,17 @@ import SingleWriter
 import Testing
 
 // The promise: a wait for the writer behind a proxy that the waiting thread or task holds
-// itself warns after a second, and a warning names the holder truly. A `checkout()` proxy
-// is its task's wherever it resumes; a pool thread says nothing about which task holds a
-// proxy taken on it, the main thread says main-actor code does.
+// itself warns after a second, and a warning names the holder truly. A proxy taken in a
+// task is that task's wherever it resumes: a thread says nothing about which task holds it.
 
 func standardError(_ result: ExitTest.Result?) -> String {
   result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
 }
 
 @Suite struct DeadlockWarningTests {
-  /// A main-actor task holds `writer`, then awaits a write: the write runs in the caller's
-  /// isolation, on the main thread, where the proxy was taken. Another thread releases the
-  /// proxy after the warning is due, so the child ends.
+  /// A main-actor task holds `writer`, then awaits a write: the proxy carries the task
+  /// that took it, wherever either runs. Another thread releases the proxy after the
+  /// warning is due, so the child ends.
   @Test func aMainActorTaskAwaitingAWriteBehindItsOwnWriterIsWarned() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       attackWatchdog(20, "main-actor task behind its own writer")
@@ -30,10 +29,10 @@ func standardError(_ result: ExitTest.Result?) -> String {
       precondition(box.read == 1)
     }
     #expect(
-      standardError(result).contains("the main thread, on the main actor"), "\(exitReport(result))")
+      standardError(result).contains("this same task"), "\(exitReport(result))")
   }
 
-  /// The same from a pool task, with `checkout()`'s proxy: the warning is by task.
+  /// The same from a pool task, with `checkout()`'s proxy.
   @Test func aPoolTaskAwaitingAWriteBehindItsOwnCheckoutIsWarned() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       attackWatchdog(20, "pool task behind its own checkout")

@@ -36,7 +36,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws(E) -> sending R {
     if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
-    return try await writeInTurn(body, unlessCancelled: false, thread: sw_current_thread())
+    return try await writeInTurn(body, unlessCancelled: false)
       .unsafelyUnwrapped.get()
   }
 
@@ -56,7 +56,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ) async throws -> sending R {
     try Task.checkCancellation()
     if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
-    let result = await writeInTurn(body, unlessCancelled: true, thread: sw_current_thread())
+    let result = await writeInTurn(body, unlessCancelled: true)
     guard let result else {
       throw CancellationError()
     }
@@ -67,8 +67,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// server. `nil` if cancelled while waiting (only `unlessCancelled`).
   @usableFromInline
   func writeInTurn<R, E: Error>(
-    _ body: sending (inout sending Value) throws(E) -> sending R, unlessCancelled: Bool,
-    thread: UInt
+    _ body: sending (inout sending Value) throws(E) -> sending R, unlessCancelled: Bool
   ) async -> sending Result<R, E>? {
     let queued = QueuedWrite<Value, R, E>()
     let waiter = TaskWaiter()
@@ -79,7 +78,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       queued.body = body
       defer { queued.body = nil }
       let ran = await waitForTurn(
-        unlessCancelled: unlessCancelled, waiter: waiter, thread: thread
+        unlessCancelled: unlessCancelled, waiter: waiter
       ) { .asyncWrite($0, queued.run) }
       // Acquires what the server released after the body: its accesses come first.
       if ran { _ = sw_load_acquire(waiter.state) }
@@ -103,12 +102,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Suspends until the queue reaches this task's entry and returns `true`, or, with
   /// `unlessCancelled`, returns `false` if the task is cancelled first. The waiter's
   /// state decides which of the two happens.
-  ///
-  /// `thread`: the thread the caller ran on, in its own isolation, before any suspension.
   @usableFromInline
   func waitForTurn(
     unlessCancelled: Bool, atFront: Bool = false, waiter: TaskWaiter = TaskWaiter(),
-    thread: UInt, _ entry: (TaskWaiter) -> Pending
+    _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
     let me = currentTaskID()
     return await withTaskCancellationHandler {
@@ -119,13 +116,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           waiter.continuation.take()!.resume(returning: false)
           return
         }
-        // Waiting behind a checkout this task holds may never end: warn after a second. A
-        // proxy from `checkout()` carries the id of the task that took it, wherever it has
-        // run since. One from `writer` carries only the thread it was taken on, which may
-        // be this task's, or another's that ran there: the warning says only that.
-        if isHeld(byTask: me, orThread: thread) {
-          warnIfStillWaiting(waiter, task: me, thread: thread)
-        }
+        // Waiting behind a checkout this task holds may never end: warn after a second.
+        // A proxy from `writer` or `checkout()` carries the id of the task that took it,
+        // wherever the task has run since; a thread says nothing about a task.
+        if lock.isHeld(byTask: me) { warnIfStillWaiting(waiter, task: me) }
         enqueue(entry(waiter), atFront: atFront)
       }
     } onCancel: {
@@ -144,35 +138,21 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// Only a task that holds the checkout as it queues can be in that state (it cannot
   /// check out while it waits), so no other wait starts the timer.
-  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt, thread: UInt) {
+  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
     Task { [weak self] in
       try? await Task.sleep(nanoseconds: 1_000_000_000)
       // `self` held across the loads: the container frees the lock's memory.
-      guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting else { return }
-      if self.lock.isHeld(byTask: task) {
-        sw_print_error(
-          """
-          SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that \
-          this same task took with `checkout()`. If this task still holds that proxy, this \
-          is a deadlock: release it before waiting for the writer again.
-          """)
-      } else if self.isHeld(byTask: 0, orThread: thread) {
-        sw_print_error(
-          """
-          SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout taken \
-          with `writer` (or by a `writeNext` closure that kept its proxy) on the thread this \
-          task ran on when it began to wait: the main thread, on the main actor. If this \
-          task took that proxy and still holds it, this is a deadlock: release it before \
-          waiting for the writer again.
-          """)
-      }
+      guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
+        self.lock.isHeld(byTask: task)
+      else { return }
+      sw_print_error(
+        """
+        SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that this \
+        same task took, with `checkout()` or `writer` (or a `writeNext` closure that kept \
+        its proxy). If this task still holds that proxy, this is a deadlock: release it \
+        before waiting for the writer again.
+        """)
     }
-  }
-
-  /// Whether a proxy from `checkout()` in `task`, or one taken on `thread`, holds the
-  /// checkout.
-  func isHeld(byTask task: UInt, orThread thread: UInt) -> Bool {
-    lock.isHeld(byTask: task) || sw_uptr_load(lock.checkoutThread) == thread
   }
 }
 
@@ -206,7 +186,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       guard
         await waitForTurn(
           unlessCancelled: true, atFront: atFront, waiter: waiter,
-          thread: sw_current_thread(), { .checkout($0) })
+          { .checkout($0) })
       else { throw CancellationError() }
       // Woken at its turn: the server waits a little for this claim, then hands it over.
       if waiter.claim() { break }

@@ -447,6 +447,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
     sw_uptr_store(lock.checkoutThread, sw_current_thread())
+    lock.recordHoldingTask()
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
     return false
@@ -583,6 +584,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     // allocated on the stack; one returned from a call is not.
     @inline(__always) get {
       guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
+      // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
+      // resumes. Out of line, one runtime call: this path allocates a proxy anyway.
+      lock.recordHoldingTask()
       return ThreadSafeWriterProxy(owning: self)
     }
   }

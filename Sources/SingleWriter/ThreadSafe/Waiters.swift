@@ -115,8 +115,8 @@ final class Waiter: @unchecked Sendable {
         sw_print_error(
           """
           SingleWriter: withWriter has waited 1 s for a checkout taken through a proxy on \
-          this same thread (from `writer`, or a `writeNext` closure that kept it) or by this \
-          task with `checkout()`. If this thread or task still holds that proxy, this is a \
+          this same thread or by this task (from `writer`, `checkout()`, or a `writeNext` \
+          closure that kept it). If this thread or task still holds that proxy, this is a \
           deadlock: release it before calling withWriter.
           """)
       }

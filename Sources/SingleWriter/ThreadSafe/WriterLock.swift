@@ -200,14 +200,19 @@ struct WriterLock {
     return true
   }
 
-  /// Whether a proxy that `task` took with `checkout()` holds the checkout (never for
-  /// task 0). A proxy from `writer` records no task: asking costs a runtime call.
+  /// Records the current task, if any, as the holder of a proxy just checked out.
+  @usableFromInline func recordHoldingTask() {
+    let task = currentTaskID()
+    if task != 0 { sw_uptr_store(checkoutTask, task) }
+  }
+
+  /// Whether a proxy that `task` took holds the checkout (never for task 0).
   func isHeld(byTask task: UInt) -> Bool {
     task != 0 && sw_uptr_load(checkoutTask) == task
   }
 
-  /// Whether a proxy that `task` took with `checkout()`, or one taken on `thread`, holds
-  /// the checkout: a blocked `withWriter` then warns, in words that say which.
+  /// Whether a proxy that `task` took, or one taken on `thread`, holds the checkout: a
+  /// blocked `withWriter` then warns, in words that say which.
   func isHeld(byTask task: UInt, orThread thread: UInt) -> Bool {
     isHeld(byTask: task) || sw_uptr_load(checkoutThread) == thread
   }
