@@ -37,15 +37,20 @@ struct HandOff<Entry> {
   /// since the container was made.
   @usableFromInline var arrived: UInt64 = 0
   @usableFromInline var taken: UInt64 = 0
-  /// The server owes every entry up to this one: those queued before it began serving,
-  /// and the follow-ups that owed entries queue from its thread (nested writes), with
-  /// whatever queued ahead of them. It hands the queue on only once they have run, so
-  /// that a release returns only after the writes it promises, and never later: the
-  /// follow-ups of other threads' writes, which it runs on borrowed time, owe nothing.
-  /// Entries are counted by position in the order the servers run them.
+  /// The server owes every entry up to this one: the writes its own thread queued while it
+  /// held the checkout, with whatever queued ahead of them, and the follow-ups that owed
+  /// entries queue from its thread (nested writes). It hands the queue on only once they
+  /// have run, so that a release returns only after the writes it promises, and never
+  /// later: other threads' writes, and what they queue, it runs on borrowed time. A
+  /// thread that queued nothing while it held the checkout (a `withWriter`, a successor)
+  /// owes nothing. Entries are counted by position in the order the servers run them.
   @usableFromInline var owedThrough: UInt64 = 0
-  /// The entries up to this position were queued before the server began.
+  /// The entries up to this position are owed as queued before the server began.
   @usableFromInline var owedBefore: UInt64 = 0
+  /// The thread that last queued a write while it held the checkout, and that write's
+  /// position: what that thread owes when it ends the checkout and serves.
+  @usableFromInline var holderThread: UInt = 0
+  @usableFromInline var holderOwes: UInt64 = 0
   /// The positions of the follow-ups that owed entries queued, in order; owed too.
   @usableFromInline var owedFollowUps = FIFO<UInt64>()
   /// Entries popped to run, by every server: the position of the one running now.
@@ -86,17 +91,23 @@ struct HandOff<Entry> {
   /// and that lost the writer to a running thread. Only a thread that waits for the
   /// call's return (`mayServe`: `writeNext`, `withWriter`) may be chosen to take over
   /// serving; a task's entry never is, since its thread must not serve before it suspends.
+  /// `holding`: `thread` holds the checkout now, so the write is its own debt.
   @inlinable mutating func arrive(
-    _ entry: Entry, from thread: UInt, atFront: Bool = false, mayServe: Bool = true
+    _ entry: Entry, from thread: UInt, atFront: Bool = false, mayServe: Bool = true,
+    holding: Bool = false
   ) -> Arrival {
     if atFront {
       inbox.prepend(entry)
-      if !owedFollowUps.isEmpty { shiftOwedFollowUps() }
+      shiftOwedPositions()
     } else {
       inbox.append(entry)
     }
     arrived &+= 1
     var chosen: Waiter?
+    if holding, !atFront, thread != server {
+      holderThread = thread
+      holderOwes = taken &+ UInt64(inbox.count)
+    }
     if thread == server {
       // A nested write: owed if the entry that queued it is, at its place in line.
       if runningOwed, !atFront {
@@ -144,12 +155,13 @@ struct HandOff<Entry> {
     return .serve
   }
 
-  /// `thread` serves from now on, and owes everything queued so far.
+  /// `thread` serves from now on, and owes what it queued while it held the checkout.
   @inlinable mutating func beginServing(_ thread: UInt) {
     server = thread
-    owedThrough = arrived
-    owedBefore = arrived
+    owedThrough = holderThread == thread ? holderOwes : 0
+    owedBefore = owedThrough
     owedFollowUps = FIFO()
+    holderThread = 0
   }
 
   /// The holder pops the next entry to run: records whether the server owes it.
@@ -162,12 +174,13 @@ struct HandOff<Entry> {
     }
   }
 
-  /// An entry went in at the front: the owed follow-ups still in the inbox move back one.
-  @usableFromInline mutating func shiftOwedFollowUps() {
+  /// An entry went in at the front: the owed positions still in the inbox move back one.
+  @usableFromInline mutating func shiftOwedPositions() {
     var shifted = FIFO<UInt64>()
     owedFollowUps.forEach { shifted.append($0 > taken ? $0 &+ 1 : $0) }
     owedFollowUps = shifted
     if owedThrough > taken { owedThrough &+= 1 }
+    if holderOwes > taken { holderOwes &+= 1 }
   }
 
   /// The successor withdrew before the hand-over: `thread` serves on, late as it was.

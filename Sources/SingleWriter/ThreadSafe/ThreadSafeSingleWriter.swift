@@ -208,8 +208,12 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     case .write, .waiter: mayServe = true
     case .asyncWrite, .checkout: mayServe = false
     }
+    // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
+    // served body running here): this thread owes it when it ends the checkout.
+    let holding = sw_uptr_load(lock.checkoutThread) & ~1 == me
     let (arrival, tookOver) = lock.withHandOffLock {
-      let arrival = handOff.pointee.arrive(entry, from: me, atFront: atFront, mayServe: mayServe)
+      let arrival = handOff.pointee.arrive(
+        entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
       let tookOver = arrival.setQueued && lock.markQueued()
       if tookOver, case .checkout = entry { handOff.pointee.takeOwnEntry() }
       return (arrival, tookOver)
