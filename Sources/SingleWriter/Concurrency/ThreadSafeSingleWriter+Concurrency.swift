@@ -27,17 +27,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// throws only what `body` throws: a cancelled request still counts its hit. For a
   /// wait that gives up on cancellation, use ``writeUnlessCancelled(_:)``. `body` itself
   /// is synchronous, so the value is never held across an `await`.
-  ///
-  /// It runs in the caller's isolation (`isolation`, the caller's actor by default), so a
-  /// write from an actor that finds the writer free never leaves that actor.
   @inlinable
   public func write<R, E: Error>(
-    isolation: isolated (any Actor)? = #isolation,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws(E) -> sending R {
     if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
-    return try await writeInTurn(body, unlessCancelled: false)
-      .unsafelyUnwrapped.get()
+    return try await writeInTurn(body, unlessCancelled: false).unsafelyUnwrapped.get()
   }
 
   /// ``write(_:)``, unless the task is cancelled first: then it throws
@@ -51,13 +46,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// `body` has begun, the write completes.
   @inlinable
   public func writeUnlessCancelled<R, E: Error>(
-    isolation: isolated (any Actor)? = #isolation,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws -> sending R {
     try Task.checkCancellation()
     if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
-    let result = await writeInTurn(body, unlessCancelled: true)
-    guard let result else {
+    guard let result = await writeInTurn(body, unlessCancelled: true) else {
       throw CancellationError()
     }
     return try result.get()
@@ -175,9 +168,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// Holding the proxy across an `await` keeps every other writer waiting, as intended;
   /// while it is held, do not block every thread of the cooperative pool in `withWriter`
   /// on this container (use `await write`), or the task holding it cannot resume.
-  public func checkout(
-    isolation: isolated (any Actor)? = #isolation
-  ) async throws -> ThreadSafeWriterProxy<Value> {
+  public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
     var atFront = false
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
