@@ -9,16 +9,18 @@ import Testing
 
 @Suite(.serialized) struct WholeCheckoutObservationTests {
   /// A thread streams checkouts back to back, each writing `a`, then `b`, until the
-  /// consumer has had a value from the middle of the stream (or for 10 s at most), then
+  /// consumer has had a value from the middle of the stream (or for 30 s at most), then
   /// ends with `-1` in both. Every value is whole, and the consumer is not starved: a
   /// value it cannot read because a checkout is part-way is kept for it by a later end.
   @Test func aConsumerNeverSeesAProxyCheckoutHalfDone() async {
     let box = ThreadSafeSingleWriter(value: Pair())
     let progress = Locked(0)
+    let started = DispatchSemaphore(value: 0)
     let consumer = Task {
       var seen = 0
       var halfDone = 0
       for await pair in box.changes(skippingRepeats: false) {
+        if seen == 0 { started.signal() }  // running: the stream may begin
         seen += 1
         if pair.a != pair.b { halfDone += 1 }
         if pair.a == -1 { break }
@@ -28,9 +30,12 @@ import Testing
     }
     let streamed = Locked(0)
     let writer = Thread {
+      // The cooperative pool may be busy with other suites: start once the consumer runs,
+      // and give it time to be scheduled again.
+      started.wait()
       let start = Date()
       var checkouts = 0
-      while progress.withLock({ $0 }) == 0, Date().timeIntervalSince(start) < 10 {
+      while progress.withLock({ $0 }) == 0, Date().timeIntervalSince(start) < 30 {
         var proxy = box.writer
         while proxy == nil { proxy = box.writer }
         proxy!.write.a += 1

@@ -231,6 +231,19 @@ struct HandOff<Entry> {
     return .run
   }
 
+  /// The server is past its millisecond in the middle of a batch: returns the successor
+  /// to pass the checkout and the rest of the batch to, if one waits and everything the
+  /// server owes has run; otherwise asks the next thread that queues to become one.
+  @inlinable mutating func midBatch() -> Waiter? {
+    if let next = successor, ran >= owedThrough {
+      successor = nil
+      server = 0
+      return next
+    }
+    if successor == nil { successorWanted = true }
+    return nil
+  }
+
   /// The server stops without freeing the checkout: a queued write kept its proxy, or a
   /// waiter was handed the checkout. Whoever ends that checkout serves next, so a chosen
   /// successor is let go (returned, to be dismissed).
