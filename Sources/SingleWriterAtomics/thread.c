@@ -2,6 +2,9 @@
 
 #include "SingleWriterAtomics.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
+
 #if defined(_WIN32)
 #include <windows.h>
 #else
@@ -21,10 +24,44 @@ uintptr_t sw_current_thread_slow(void) {
 
 _Thread_local sw_reading_marks sw_reading;
 
+/// The marks past `SW_READING_DEPTH`, and how many the buffer holds; the buffer is also in
+/// `deep_slot`, whose destructor frees it when the thread exits.
+static _Thread_local void **sw_reading_deep;
+static _Thread_local uint32_t sw_reading_deep_capacity;
+static _Atomic(uintptr_t) deep_slot;
+
+void sw_reading_push_deep(void *container, uint32_t depth) {
+  uint32_t index = depth - SW_READING_DEPTH;
+  if (index >= sw_reading_deep_capacity) {
+    uint32_t capacity = sw_reading_deep_capacity ? sw_reading_deep_capacity * 2 : 16;
+    void **grown = realloc(sw_reading_deep, capacity * sizeof(void *));
+    if (!grown) {
+      sw_print_error("SingleWriter: out of memory for the marks of nested read { } closures");
+      abort();
+    }
+    uintptr_t slot = atomic_load_explicit(&deep_slot, memory_order_acquire);
+    if (slot == 0) {
+      uintptr_t made = sw_thread_slot_create(free);
+      uintptr_t expected = 0;
+      // Another thread may have made one first: use that one (this one stays unused).
+      if (!atomic_compare_exchange_strong(&deep_slot, &expected, made)) made = expected;
+      slot = made;
+    }
+    sw_thread_slot_set(slot, grown);
+    sw_reading_deep = grown;
+    sw_reading_deep_capacity = capacity;
+  }
+  sw_reading_deep[index] = container;
+}
+
 bool sw_reading_contains(const void *container) {
-  uint32_t depth = sw_reading.depth < SW_READING_DEPTH ? sw_reading.depth : SW_READING_DEPTH;
-  for (uint32_t i = 0; i < depth; i++) {
+  uint32_t depth = sw_reading.depth;
+  uint32_t inline_depth = depth < SW_READING_DEPTH ? depth : SW_READING_DEPTH;
+  for (uint32_t i = 0; i < inline_depth; i++) {
     if (sw_reading.containers[i] == container) return true;
+  }
+  for (uint32_t i = SW_READING_DEPTH; i < depth; i++) {
+    if (sw_reading_deep[i - SW_READING_DEPTH] == container) return true;
   }
   return false;
 }

@@ -38,27 +38,21 @@ struct HandOff<Entry> {
   @usableFromInline var arrived: UInt64 = 0
   @usableFromInline var taken: UInt64 = 0
   /// The server owes every entry up to this one: the writes its own thread queued while it
-  /// held the checkout, with whatever queued ahead of them, and the follow-ups that owed
-  /// entries queue from its thread (nested writes). It hands the queue on only once they
-  /// have run, so that a release returns only after the writes it promises, and never
-  /// later: other threads' writes, and what they queue, it runs on borrowed time. A
-  /// thread that queued nothing while it held the checkout (a `withWriter`, a successor)
-  /// owes nothing. Entries are counted by position in the order the servers run them.
+  /// held the checkout, with whatever queued ahead of them. It hands the queue on only
+  /// once they have run, so that a release returns only after the writes it queued. What
+  /// those writes queue in turn, and other threads' writes, it runs on borrowed time: a
+  /// debt that grew with what bodies queue could never be paid while other threads keep
+  /// queueing ahead of it. A thread that queued nothing while it held the checkout (a
+  /// `withWriter`, a successor) owes nothing. Entries are counted by position in the
+  /// order the servers run them.
   @usableFromInline var owedThrough: UInt64 = 0
-  /// The entries up to this position are owed as queued before the server began.
-  @usableFromInline var owedBefore: UInt64 = 0
   /// The thread that last queued a write while it held the checkout, and that write's
   /// position: what that thread owes when it ends the checkout and serves.
   @usableFromInline var holderThread: UInt = 0
   @usableFromInline var holderOwes: UInt64 = 0
-  /// The positions of the follow-ups that owed entries queued, in order; owed too.
-  @usableFromInline var owedFollowUps = FIFO<UInt64>()
   /// Entries popped to run, by every server: the position of the one running now.
   /// Touched only by the checkout's holder, with no lock.
   @usableFromInline var ran: UInt64 = 0
-  /// Whether the entry running now is owed, so that its follow-ups are. Touched only by
-  /// the serving thread: `arrive` reads it only from that thread.
-  @usableFromInline var runningOwed = false
   /// The server has served other threads past its time: the next thread to queue from
   /// elsewhere becomes its successor.
   @usableFromInline var successorWanted = false
@@ -98,7 +92,9 @@ struct HandOff<Entry> {
   ) -> Arrival {
     if atFront {
       inbox.prepend(entry)
-      shiftOwedPositions()
+      // The entries still in the inbox move back one.
+      if owedThrough > taken { owedThrough &+= 1 }
+      if holderOwes > taken { holderOwes &+= 1 }
     } else {
       inbox.append(entry)
     }
@@ -108,14 +104,9 @@ struct HandOff<Entry> {
       holderThread = thread
       holderOwes = taken &+ UInt64(inbox.count)
     }
-    if thread == server {
-      // A nested write: owed if the entry that queued it is, at its place in line.
-      if runningOwed, !atFront {
-        let position = taken &+ UInt64(inbox.count)
-        owedFollowUps.append(position)
-        owedThrough = max(owedThrough, position)
-      }
-    } else if mayServe, successorWanted, successor == nil {
+    // A nested write from the server's own thread is served on borrowed time, like any
+    // other thread's, and that thread is never its own successor.
+    if thread != server, mayServe, successorWanted, successor == nil {
       successorWanted = false
       chosen = Waiter()
       successor = chosen
@@ -159,29 +150,11 @@ struct HandOff<Entry> {
   @inlinable mutating func beginServing(_ thread: UInt) {
     server = thread
     owedThrough = holderThread == thread ? holderOwes : 0
-    owedBefore = owedThrough
-    owedFollowUps = FIFO()
     holderThread = 0
   }
 
-  /// The holder pops the next entry to run: records whether the server owes it.
-  @inlinable mutating func beginEntry() {
-    ran &+= 1
-    runningOwed = ran <= owedBefore
-    while let first = owedFollowUps.first, first <= ran {
-      _ = owedFollowUps.popFirst()
-      if first == ran { runningOwed = true }
-    }
-  }
-
-  /// An entry went in at the front: the owed positions still in the inbox move back one.
-  @usableFromInline mutating func shiftOwedPositions() {
-    var shifted = FIFO<UInt64>()
-    owedFollowUps.forEach { shifted.append($0 > taken ? $0 &+ 1 : $0) }
-    owedFollowUps = shifted
-    if owedThrough > taken { owedThrough &+= 1 }
-    if holderOwes > taken { holderOwes &+= 1 }
-  }
+  /// The holder pops the next entry to run.
+  @inlinable mutating func beginEntry() { ran &+= 1 }
 
   /// The successor withdrew before the hand-over: `thread` serves on, late as it was.
   @inlinable mutating func serveOn(_ thread: UInt) {

@@ -203,11 +203,13 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   @inlinable
   func enqueue(_ entry: Pending, atFront: Bool = false) {
     let me = sw_current_thread()
-    let mayServe: Bool
+    // Nor is a thread inside this container's `read { }`: the bodies it would serve write.
+    var mayServe: Bool
     switch entry {
     case .write, .waiter: mayServe = true
     case .asyncWrite, .checkout: mayServe = false
     }
+    if mayServe, sw_reading_depth() != 0, sw_reading_contains(lock.sync) { mayServe = false }
     // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
     // served body running here): this thread owes it when it ends the checkout.
     let holding = sw_uptr_load(lock.checkoutThread) & ~1 == me
@@ -383,7 +385,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     sw_uptr_store(lock.checkoutThread, scoped(me))
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
-      return lend(body) ? .ran : .kept
+      return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
       // A cancelled task has left already: skip it. Otherwise its body runs here, as a
       // closure write of this thread's, and the task is resumed once the write is whole.
@@ -430,8 +432,11 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   ///
   /// A proxy that anything else still references, even weakly, is never lent again: a
   /// reference kept from this closure must not become the live proxy of a later one.
+  ///
+  /// `inPlace`: the body is the calling thread's own `writeNext`, not one served for
+  /// another thread; only then is a kept proxy recorded as this thread's and task's.
   @inlinable
-  func lend(_ body: (ThreadSafeWriterProxy<Value>) -> Void) -> Bool {
+  func lend(_ body: (ThreadSafeWriterProxy<Value>) -> Void, inPlace: Bool) -> Bool {
     if spare == nil { spare = ThreadSafeWriterProxy(lentBy: self) }
     // Guaranteed, not retained: only the checkout holder, this thread, replaces `spare`.
     let generation = lock.openLend()
@@ -464,8 +469,14 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     // on this thread warns if it waits for it. The gate goes first: once the lend ends, the
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
-    sw_uptr_store(lock.checkoutThread, sw_current_thread())
-    lock.recordHoldingTask()
+    if inPlace {
+      sw_uptr_store(lock.checkoutThread, sw_current_thread())
+      lock.recordHoldingTask()
+    } else {
+      // Kept by another thread's body: who holds it now is not known here, and a warning
+      // that named this thread or task would be false.
+      sw_uptr_store(lock.checkoutThread, 0)
+    }
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
     return false
@@ -639,7 +650,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     else {
       return enqueue(.write(body))
     }
-    if lend(body) { endLentCheckout() }
+    if lend(body, inPlace: true) { endLentCheckout() }
   }
 
 }

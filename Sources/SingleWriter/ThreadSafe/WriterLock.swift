@@ -245,7 +245,7 @@ struct WriterLock {
   @usableFromInline func beginReadSlow() {
     let me = sw_current_thread()
     while !tryBeginRead() {
-      if sw_uptr_load(writingThread) == me, word.isWriting {
+      if isAccessing(me) {
         selfDeadlockFailure(
           """
           ThreadSafeSingleWriter: read inside a write on the same thread would wait forever \
@@ -430,8 +430,15 @@ struct WriterLock {
 
   /// Whether this thread holds a write access (a closure write's body, or an access
   /// through a proxy) that a wait for the writer or the value would wait behind.
-  @inlinable func isAccessing(_ me: UInt) -> Bool {
-    sw_uptr_load(writingThread) == me && word.isWriting
+  ///
+  /// An access begun on this thread may be another task's, suspended across an `await`
+  /// (an async mutating method called through `proxy.write`): a wait for it ends when
+  /// that task resumes. A proxy taken in a task names that task, so only an access of
+  /// this task's, or of no task's, is this thread's own.
+  @usableFromInline func isAccessing(_ me: UInt) -> Bool {
+    guard sw_uptr_load(writingThread) == me, word.isWriting else { return false }
+    let holder = sw_uptr_load(checkoutTask)
+    return holder == 0 || holder == currentTaskID()
   }
 
   /// Stops a write to this container from inside one of its `read { }` closures on this

@@ -37,8 +37,8 @@ static inline uintptr_t sw_current_thread(void) {
 #endif
 }
 
-/// How many nested `read { }` closures a thread's marks name; deeper ones are counted but
-/// not named, so a write inside them is not caught.
+/// How many nested `read { }` closures a thread's marks name inline; deeper ones go to a
+/// buffer of the thread's own, grown as needed and freed when the thread exits.
 #define SW_READING_DEPTH 8
 
 /// The containers whose `read { }` closures the calling thread is inside, innermost last.
@@ -55,8 +55,13 @@ typedef struct sw_reading_marks {
 /// nested read of another is caught too. Thread-local: concurrent readers keep their own.
 static inline void sw_reading_push(void *container) {
   extern _Thread_local sw_reading_marks sw_reading;  // thread.c
+  extern void sw_reading_push_deep(void *container, uint32_t depth);
   uint32_t depth = sw_reading.depth;
-  if (depth < SW_READING_DEPTH) sw_reading.containers[depth] = container;
+  if (depth < SW_READING_DEPTH) {
+    sw_reading.containers[depth] = container;
+  } else {
+    sw_reading_push_deep(container, depth);
+  }
   sw_reading.depth = depth + 1;
 }
 
@@ -64,6 +69,12 @@ static inline void sw_reading_push(void *container) {
 static inline void sw_reading_pop(void) {
   extern _Thread_local sw_reading_marks sw_reading;
   sw_reading.depth -= 1;
+}
+
+/// How many `read { }` closures the calling thread is inside.
+static inline uint32_t sw_reading_depth(void) {
+  extern _Thread_local sw_reading_marks sw_reading;
+  return sw_reading.depth;
 }
 
 /// Whether the calling thread is inside a `read { }` closure of `container`.
