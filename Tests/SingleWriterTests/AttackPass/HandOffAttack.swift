@@ -88,7 +88,15 @@ import Testing
 
   /// Owed follow-ups, deep chains, among cancelled task entries and another thread's stream
   /// of writes (so that successors are wanted): the release returns only after the whole
-  /// chain ran.
+  /// chain ran, and returns at all.
+  ///
+  /// FAILS (hangs, watchdog exit 3, every run so far, before round 10): each owed follow-up
+  /// is queued at the back, behind everything the streaming thread queued meanwhile, and
+  /// the release must run all of that before the follow-up ("A release pays its debts"),
+  /// so "Serving is bounded" (about a millisecond of others' writes) cannot hold: with a
+  /// stream slightly faster than the server, the backlog ahead of each link grows, and the
+  /// releasing pool thread was seen (gdb) serving the stream for over 20 s while the
+  /// streaming thread sat in writeNext's sched_yield.
   @Test func aReleasePaysAChainOfFollowUpsAmongCancelledTasksAndAStream() async {
     let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
       attackWatchdog(60, "chains of follow-ups")

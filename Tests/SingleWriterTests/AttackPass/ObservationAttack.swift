@@ -146,50 +146,33 @@ func atkConsume(_ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, unti
   }
 
   /// A plain SingleWriter on an actor: methods hold the proxy across awaits while others
-  /// subscribe and leave; no torn value, no regression, and the consumer gets the end.
+  /// subscribe mid-checkout and leave; no torn value, no regression, and the consumer gets
+  /// the end. (A first version hung: its proxy lived to the end of scope, a test bug.)
   @Test func aPlainSingleWriterOnAnActorUnderChurn() async {
-    actor Owner {
-      let state = SingleWriter(value: AtkPair())
-      var round = 0
-      func twoStep() async {
-        round += 1
-        let proxy = state.writer!
-        proxy.write.a = round
-        await Task.yield()
-        proxy.write.b = round
-      }
-      func subscribeMidCheckout() async -> AtkPair? {
-        let proxy = state.writer
-        proxy?.write.a += 1000  // half done: a != b
-        var iterator = state.changes(skippingRepeats: false).makeAsyncIterator()
-        proxy?.write.a -= 1000
-        _ = proxy
-        return try? await iterator.next(isolation: self)
-      }
-      func consume(until end: Int) async -> AtkSeen {
-        var seen = AtkSeen()
-        for await pair in state.changes(skippingRepeats: false) {
-          seen.delivered += 1
-          if pair.a != pair.b { seen.torn += 1 }
-          if pair.a < seen.last { seen.regressions += 1 }
-          seen.last = pair.a
-          if pair.b >= end { break }
+    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+      attackWatchdog(30, "plain SingleWriter on an actor under churn")
+      let owner = AtkPairOwner()
+      let rounds = 300
+      let consumer = Task { await owner.consume(until: rounds) }
+      var churnTorn = 0
+      for index in 0..<rounds {
+        await owner.twoStep()
+        if index % 10 == 0 {
+          attackErr("round \(index)\n")
+          if let pair = await owner.subscribeMidCheckout(), pair.a != pair.b { churnTorn += 1 }
         }
-        return seen
       }
-    }
-    let owner = Owner()
-    let rounds = 300
-    let consumer = Task { await owner.consume(until: rounds) }
-    var churnTorn = 0
-    for index in 0..<rounds {
-      await owner.twoStep()
-      if index % 10 == 0, let pair = await owner.subscribeMidCheckout(), pair.a != pair.b {
-        churnTorn += 1
+      attackErr("writes done\n")
+      let seen = await consumer.value
+      attackErr("consumer \(seen), churn torn \(churnTorn)\n")
+      if seen.torn > 0 || seen.regressions > 0 || churnTorn > 0 {
+        attackErr("BREAK\n")
+        exit(1)
       }
+      exit(0)
     }
-    let seen = await consumer.value
-    #expect(seen.torn == 0 && seen.regressions == 0 && churnTorn == 0, "\(seen) churn torn \(churnTorn)")
+    atkDiag(result)
+    #expect(!atkStderr(result).contains("BREAK"), "\(exitReport(result))")
   }
 
   /// The container freed while a consumer waits for a snapshot (it found the value half
@@ -228,5 +211,36 @@ func atkConsume(_ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, unti
     }
     atkDiag(result)
     #expect(!atkStderr(result).contains("BREAK"), "\(exitReport(result))")
+  }
+}
+
+actor AtkPairOwner {
+  let state = SingleWriter(value: AtkPair())
+  var round = 0
+  func twoStep() async {
+    round += 1
+    let proxy = state.writer!
+    proxy.write.a = round
+    await Task.yield()
+    proxy.write.b = round
+  }
+  func subscribeMidCheckout() async -> AtkPair? {
+    var proxy = state.writer
+    proxy?.write.a += 1000  // half done: a != b
+    var iterator = state.changes(skippingRepeats: false).makeAsyncIterator()
+    proxy?.write.a -= 1000
+    proxy = nil  // ends the checkout before waiting for a value
+    return try? await iterator.next(isolation: self)
+  }
+  func consume(until end: Int) async -> AtkSeen {
+    var seen = AtkSeen()
+    for await pair in state.changes(skippingRepeats: false) {
+      seen.delivered += 1
+      if pair.a != pair.b { seen.torn += 1 }
+      if pair.a < seen.last { seen.regressions += 1 }
+      seen.last = pair.a
+      if pair.b >= end { break }
+    }
+    return seen
   }
 }
