@@ -11,6 +11,7 @@ import Testing
   /// BREAK (expected): "A release returns only after the writes queued before it". A
   /// `checkout()` queued ahead of a `writeNext`: the release wakes the task, hands it the
   /// checkout and returns, before the writeNext queued before the release has run.
+  /// FAILS every run (debug and release).
   @Test func aReleaseReturnsOnlyAfterAWriteQueuedBehindACheckout() async {
     let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
       attackWatchdog(10, "release with a checkout queued")
@@ -48,6 +49,7 @@ import Testing
   }
 
   /// BREAK (expected), the same with a blocked withWriter queued ahead of the writeNext.
+  /// FAILS every run (debug and release).
   @Test func aReleaseReturnsOnlyAfterAWriteQueuedBehindAWaiter() async {
     let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
       attackWatchdog(10, "release with a waiter queued")

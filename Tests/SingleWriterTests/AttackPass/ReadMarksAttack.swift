@@ -9,6 +9,7 @@ import Testing
   /// BREAK (expected): the promise says "at any depth of nested reads", but the mark stack
   /// names only 8 containers. A write to the container of the ninth nested read, inside
   /// that read, waits forever for its own read instead of stopping with the message.
+  /// FAILS every run (debug and release): hangs until the watchdog (exit 3).
   @Test func aWriteInsideTheNinthNestedReadOfItsOwnContainerStops() async {
     let result = await #expect(processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]) {
       attackWatchdog(5, "withWriter inside the 9th nested read of its own container")
@@ -26,6 +27,7 @@ import Testing
   }
 
   /// Same at depth 12 with tryWrite, which must stop whether or not the writer is free.
+  /// FAILS every run (debug and release): hangs until the watchdog (exit 3).
   @Test func tryWriteInsideTheTwelfthNestedReadOfItsOwnContainerStops() async {
     let result = await #expect(processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]) {
       attackWatchdog(5, "tryWrite inside the 12th nested read")
@@ -130,6 +132,8 @@ import Testing
   /// serving, it runs queued bodies inside its own read: a body's write then stops the
   /// program with "a write inside read", in a call the docs allow. The chain body prints
   /// "SERVED INSIDE READ" when it runs on the reading thread, as evidence.
+  /// FAILS intermittently: 4 of 6 runs alone (SIGILL, the read message, with the evidence
+  /// line); passed in 3 full-suite runs and one release run.
   @Test func aWriteNextInsideAReadChosenToServeDoesNotStop() async {
     let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
       attackWatchdog(20, "writeNext inside a read, chosen to serve")

@@ -52,6 +52,7 @@ struct AtkCounter: Sendable {
   /// access began calls withWriter: a legitimate wait (the first task resumes on the other
   /// pool thread, ends its access and releases the proxy). `isAccessing` looks only at the
   /// thread, so the wait is stopped as "withWriter inside a write access through a proxy".
+  /// FAILS every run (debug and release): SIGILL with that message.
   @Test func withWriterFromAnotherTaskOnTheThreadOfASuspendedAccessWaits() async {
     let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
       attackWatchdog(20, "withWriter by another task on the access's thread")
@@ -98,7 +99,8 @@ struct AtkCounter: Sendable {
   }
 
   /// The same, for a `read` from another task on the thread of a suspended access
-  /// (beginReadSlow's check): a read that would only wait must not stop.
+  /// (beginReadSlow's check, older than the fixes): a read that would only wait must not
+  /// stop. FAILS every run (debug and release): SIGILL, "read inside a write".
   @Test func readFromAnotherTaskOnTheThreadOfASuspendedAccessWaits() async {
     let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
       attackWatchdog(20, "read by another task on the access's thread")
