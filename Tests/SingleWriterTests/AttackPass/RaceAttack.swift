@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+
+@testable import SingleWriter
+
+// Promise "Races reported": with the executor identity, two different actors using one
+// plain SingleWriter at once, or an actor and a plain thread, must still be reported in
+// debug builds; one actor's methods taking turns must not.
+
+final class AtkSmuggled<Value>: @unchecked Sendable {
+  let value: Value
+  init(_ value: Value) { self.value = value }
+}
+
+struct AtkLedger { var items: [Int] = [] }
+
+actor AtkActorA {
+  func hold(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, while body: @Sendable () async -> Void) async {
+    let proxy = box.value.writer!
+    proxy.write.items.append(1)
+    await body()
+    proxy.write.items.append(2)
+  }
+  func holdRecording(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ thread: AtkBox<(UInt, UInt)>, while body: @Sendable () async -> Void) async {
+    let proxy = box.value.writer!
+    thread.with { $0.0 = atkThreadID() }
+    proxy.write.items.append(1)
+    await body()
+    proxy.write.items.append(2)
+  }
+  /// Holds the writer across a call to `b`; returns the threads that took the writer and
+  /// that read in `b`.
+  func holdAcross(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ b: AtkActorB) async -> (UInt, UInt) {
+    let proxy = box.value.writer!
+    let mine = atkThreadID()
+    proxy.write.items.append(1)
+    let theirs = await Task.detached { await b.use(box) }.value
+    proxy.write.items.append(2)
+    return (mine, theirs)
+  }
+}
+
+actor AtkActorB {
+  func use(_ box: AtkSmuggled<SingleWriter<AtkLedger>>) -> UInt {
+    _ = box.value.read.items.count
+    return atkThreadID()
+  }
+}
+
+/// An actor whose jobs run on a thread of its own (a custom serial executor).
+actor AtkOwnThreadActor {
+  final class ThreadExecutor: SerialExecutor {
+    static let shared = ThreadExecutor()
+    private let ready = DispatchSemaphore(value: 0)
+    private let jobs = AtkBox<[UnownedJob]>([])
+    private init() {
+      Thread { [self] in
+        while true {
+          ready.wait()
+          let job = jobs.with { $0.removeFirst() }
+          job.runSynchronously(on: asUnownedSerialExecutor())
+        }
+      }.start()
+    }
+    func enqueue(_ job: consuming ExecutorJob) {
+      let job = UnownedJob(job)
+      jobs.with { $0.append(job) }
+      ready.signal()
+    }
+  }
+  nonisolated var unownedExecutor: UnownedSerialExecutor {
+    ThreadExecutor.shared.asUnownedSerialExecutor()
+  }
+  func use(_ box: AtkSmuggled<SingleWriter<AtkLedger>>) {
+    _ = box.value.read.items.count
+  }
+}
+
+func atkCollectReports(_ body: () async -> Void) async -> [RaceReport] {
+  let collected = AtkBox<[RaceReport]>([])
+  let previous = RaceDetector.onRace
+  RaceDetector.onRace = { report in
+    if report.resource.contains("AtkLedger") {
+      collected.with { $0.append(report) }
+    } else {
+      previous(report)
+    }
+  }
+  defer { RaceDetector.onRace = previous }
+  await body()
+  return collected.with { $0 }
+}
+
+@Suite(.serialized) struct AttackPassRaces {
+  #if DEBUG
+    /// Actor A (default executor, on the pool) holds the writer across an await; actor B,
+    /// on a thread of its own, reads meanwhile: a race on two threads.
+    @Test func twoDifferentActorsOnDifferentThreadsAreReported() async {
+      let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+      let a = AtkActorA()
+      let b = AtkOwnThreadActor()
+      let reports = await atkCollectReports {
+        await a.hold(box) { await Task.detached { await b.use(box) }.value }
+      }
+      #expect(reports.count >= 1, "no report for two actors on two threads")
+    }
+
+    /// Two default actors: rounds in which B's read ran on another thread than the one
+    /// where A took the writer must each be reported.
+    @Test func twoDefaultActorsOnDifferentThreadsAreReported() async {
+      var differentThreads = 0
+      var reported = 0
+      for _ in 0..<200 {
+        let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+        let a = AtkActorA()
+        let b = AtkActorB()
+        let threads = AtkBox((UInt(0), UInt(0)))
+        let reports = await atkCollectReports {
+          let pair = await a.holdAcross(box, b)
+          threads.with { $0 = pair }
+        }
+        let (mine, theirs) = threads.with { $0 }
+        if mine != theirs {
+          differentThreads += 1
+          if !reports.isEmpty { reported += 1 }
+        }
+      }
+      attackErr("default actors: \(reported) of \(differentThreads) cross-thread rounds reported\n")
+      // Under load every round may run on one thread: then the test is inconclusive.
+      #expect(reported == differentThreads, "\(reported) of \(differentThreads) cross-thread rounds reported")
+    }
+
+    /// Actor A holds the writer across an await; a plain thread reads meanwhile.
+    @Test func anActorAndAPlainThreadAreReported() async {
+      let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+      let a = AtkActorA()
+      let reports = await atkCollectReports {
+        await a.hold(box) {
+          let done = DispatchSemaphore(value: 0)
+          Thread.detachNewThread {
+            _ = box.value.read.items.count
+            done.signal()
+          }
+          await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+              done.wait()
+              continuation.resume()
+            }
+          }
+        }
+      }
+      #expect(reports.count >= 1, "no report for an actor and a thread")
+    }
+
+    /// Actor A holds the writer across an await; a detached (non-isolated) task reads
+    /// meanwhile: every round in which it ran on another thread must be reported.
+    @Test func anActorAndANonisolatedTaskOnAnotherThreadAreReported() async {
+      var differentThreads = 0
+      var reported = 0
+      for _ in 0..<200 {
+        let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+        let a = AtkActorA()
+        let threads = AtkBox((UInt(0), UInt(0)))
+        let reports = await atkCollectReports {
+          await a.holdRecording(box, threads) {
+            let theirs = await Task.detached { () -> UInt in
+              _ = box.value.read.items.count
+              return atkThreadID()
+            }.value
+            threads.with { $0.1 = theirs }
+          }
+        }
+        _ = reports
+        let (mine, theirs) = threads.with { $0 }
+        if mine != theirs {
+          differentThreads += 1
+          if !reports.isEmpty { reported += 1 }
+        }
+      }
+      attackErr("nonisolated reader rounds: \(differentThreads), reported: \(reported)\n")
+      // Under load every round may run on one thread: then the test is inconclusive.
+      #expect(reported == differentThreads, "\(reported) of \(differentThreads) cross-thread rounds reported")
+    }
+
+    /// Two tasks of the same actor, taking turns, one holding across an await: no report.
+    @Test func theSameActorIsNotReported() async {
+      actor Same {
+        let state = SingleWriter(value: AtkLedger())
+        func hold() async {
+          let proxy = state.writer
+          proxy?.write.items.append(1)
+          try? await Task.sleep(nanoseconds: 50_000)
+          proxy?.write.items.append(2)
+        }
+        func use() { _ = state.read.items.count }
+      }
+      let same = Same()
+      let reports = await atkCollectReports {
+        await withTaskGroup(of: Void.self) { group in
+          for index in 0..<200 {
+            group.addTask { if index % 2 == 0 { await same.hold() } else { await same.use() } }
+          }
+        }
+      }
+      #expect(reports.isEmpty, "\(reports.count) reports for one actor")
+    }
+  #endif
+}
