@@ -294,9 +294,8 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   @inlinable
   func serveQueue(_ me: UInt) {
     // This thread runs the writes it queued while it held the checkout (and what is ahead
-    // of them), and every write those queue in turn, as documented. Other threads' writes
-    // are its job for about a millisecond; past that, the next thread to queue one takes
-    // over (see `HandOff`).
+    // of them), as documented. Everything else is its job for about a millisecond; past
+    // that, the next thread to queue one takes over (see `HandOff`).
     var deadline = sw_monotonic_ns() &+ 1_000_000
     var batches = 0
     var run = 0
@@ -622,9 +621,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
 
   /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
   /// order, on whichever thread ends the checkout ahead of it. That thread runs what it
-  /// queued while it held the checkout, and what those writes queue, before it returns;
-  /// when other threads keep queueing for more than about a millisecond, the next of them
-  /// to call this takes
+  /// queued while it held the checkout before it returns (unless a waiting `withWriter`
+  /// or `checkout()` queued ahead takes the writer first); when other threads keep
+  /// queueing for more than about a millisecond, the next of them to call this takes
   /// over serving before it returns, waiting about a millisecond at most for the batch in
   /// progress (past that it returns and the serving thread serves on). So when every call
   /// has returned, every write has run.

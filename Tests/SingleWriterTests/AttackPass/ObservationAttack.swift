@@ -14,7 +14,10 @@ struct AtkSeen: Sendable {
   var last = -1
 }
 
-func atkConsume(_ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, until end: Int, _ seen: AtkBox<AtkSeen>) async {
+func atkConsume(
+  _ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, until end: Int,
+  _ seen: AtkBox<AtkSeen>
+) async {
   for await pair in stream {
     let done = seen.with { seen -> Bool in
       seen.delivered += 1
@@ -34,7 +37,9 @@ func atkConsume(_ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, unti
   /// subscriber leaving mid-checkout, then a new one arriving mid-checkout): no torn
   /// value, no regression, and every consumer reaches the final value (no starvation).
   @Test func churnWhileProxiesAreHeldNeverTearsRegressesOrStarves() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(60, "observation churn")
       let box = ThreadSafeSingleWriter(value: AtkPair())
       let rounds = 3_000
@@ -98,7 +103,9 @@ func atkConsume(_ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, unti
   /// A single slow consumer against checkouts held for most of the time (the value is
   /// half done nearly always): it must keep getting newer values (snapshots), whole.
   @Test func aConsumerIsNotStarvedWhenTheValueIsNearlyAlwaysHalfDone() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(30, "starvation")
       let box = ThreadSafeSingleWriter(value: AtkPair())
       let stop = AtkBox(false)
@@ -149,7 +156,9 @@ func atkConsume(_ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, unti
   /// subscribe mid-checkout and leave; no torn value, no regression, and the consumer gets
   /// the end. (A first version hung: its proxy lived to the end of scope, a test bug.)
   @Test func aPlainSingleWriterOnAnActorUnderChurn() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(30, "plain SingleWriter on an actor under churn")
       let owner = AtkPairOwner()
       let rounds = 300
@@ -178,7 +187,9 @@ func atkConsume(_ stream: ThreadSafeSingleWriter<AtkPair>.Changes<AtkPair>, unti
   /// The container freed while a consumer waits for a snapshot (it found the value half
   /// done): the stream ends after the final value, which is whole.
   @Test func theContainerFreedWhileASnapshotIsWanted() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(30, "freed while a snapshot is wanted")
       var bad = 0
       for round in 0..<300 {
@@ -230,7 +241,7 @@ actor AtkPairOwner {
     var iterator = state.changes(skippingRepeats: false).makeAsyncIterator()
     proxy?.write.a -= 1000
     proxy = nil  // ends the checkout before waiting for a value
-    return try? await iterator.next(isolation: self)
+    return await iterator.next(isolation: self)
   }
   func consume(until end: Int) async -> AtkSeen {
     var seen = AtkSeen()

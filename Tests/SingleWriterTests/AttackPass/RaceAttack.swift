@@ -15,13 +15,18 @@ final class AtkSmuggled<Value>: @unchecked Sendable {
 struct AtkLedger { var items: [Int] = [] }
 
 actor AtkActorA {
-  func hold(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, while body: @Sendable () async -> Void) async {
+  func hold(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, while body: @Sendable () async -> Void)
+    async
+  {
     let proxy = box.value.writer!
     proxy.write.items.append(1)
     await body()
     proxy.write.items.append(2)
   }
-  func holdRecording(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ thread: AtkBox<(UInt, UInt)>, while body: @Sendable () async -> Void) async {
+  func holdRecording(
+    _ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ thread: AtkBox<(UInt, UInt)>,
+    while body: @Sendable () async -> Void
+  ) async {
     let proxy = box.value.writer!
     thread.with { $0.0 = atkThreadID() }
     proxy.write.items.append(1)
@@ -30,7 +35,8 @@ actor AtkActorA {
   }
   /// Holds the writer across a call to `b`; returns the threads that took the writer and
   /// that read in `b`.
-  func holdAcross(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ b: AtkActorB) async -> (UInt, UInt) {
+  func holdAcross(_ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ b: AtkActorB) async -> (UInt, UInt)
+  {
     let proxy = box.value.writer!
     let mine = atkThreadID()
     proxy.write.items.append(1)
@@ -127,7 +133,9 @@ func atkCollectReports(_ body: () async -> Void) async -> [RaceReport] {
       }
       attackErr("default actors: \(reported) of \(differentThreads) cross-thread rounds reported\n")
       // Under load every round may run on one thread: then the test is inconclusive.
-      #expect(reported == differentThreads, "\(reported) of \(differentThreads) cross-thread rounds reported")
+      #expect(
+        reported == differentThreads,
+        "\(reported) of \(differentThreads) cross-thread rounds reported")
     }
 
     /// Actor A holds the writer across an await; a plain thread reads meanwhile.
@@ -179,7 +187,9 @@ func atkCollectReports(_ body: () async -> Void) async -> [RaceReport] {
       }
       attackErr("nonisolated reader rounds: \(differentThreads), reported: \(reported)\n")
       // Under load every round may run on one thread: then the test is inconclusive.
-      #expect(reported == differentThreads, "\(reported) of \(differentThreads) cross-thread rounds reported")
+      #expect(
+        reported == differentThreads,
+        "\(reported) of \(differentThreads) cross-thread rounds reported")
     }
 
     /// Two tasks of the same actor, taking turns, one holding across an await: no report.

@@ -6,12 +6,14 @@ import Testing
 // Promise "No write inside a read": the per-thread stack of read marks (sw_reading_push/pop).
 
 @Suite struct AttackPassReadMarks {
-  /// BREAK (expected): the promise says "at any depth of nested reads", but the mark stack
+  /// Found by the attack pass: the promise says "at any depth of nested reads", but the mark stack
   /// names only 8 containers. A write to the container of the ninth nested read, inside
   /// that read, waits forever for its own read instead of stopping with the message.
-  /// FAILS every run (debug and release): hangs until the watchdog (exit 3).
+  /// Failed every run before its fix (debug and release): hangs until the watchdog (exit 3).
   @Test func aWriteInsideTheNinthNestedReadOfItsOwnContainerStops() async {
-    let result = await #expect(processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(5, "withWriter inside the 9th nested read of its own container")
       let boxes = (0..<9).map { _ in ThreadSafeSingleWriter(value: 0) }
       func nest(_ index: Int) {
@@ -27,9 +29,11 @@ import Testing
   }
 
   /// Same at depth 12 with tryWrite, which must stop whether or not the writer is free.
-  /// FAILS every run (debug and release): hangs until the watchdog (exit 3).
+  /// Failed every run before its fix (debug and release): hangs until the watchdog (exit 3).
   @Test func tryWriteInsideTheTwelfthNestedReadOfItsOwnContainerStops() async {
-    let result = await #expect(processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(5, "tryWrite inside the 12th nested read")
       let boxes = (0..<12).map { _ in ThreadSafeSingleWriter(value: 0) }
       func nest(_ index: Int) {
@@ -84,7 +88,9 @@ import Testing
   /// After two outer reads and 10 nested ones unwound to depth 2, a write to the outermost
   /// container must still stop.
   @Test func afterUnwindingPastEightTheOuterMarksStillStop() async {
-    let result = await #expect(processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(5, "outer mark after deep nesting")
       let boxes = (0..<12).map { _ in ThreadSafeSingleWriter(value: 0) }
       boxes[0].read { _ in
@@ -103,7 +109,9 @@ import Testing
   /// A read { } inside a writeNext body that another thread serves leaves no mark on the
   /// serving thread: that thread then writes the read container freely.
   @Test func aReadInsideABodyServedOnAnotherThreadLeavesNoMarkThere() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(5, "read in a served body")
       let a = ThreadSafeSingleWriter(value: 0)
       let c = ThreadSafeSingleWriter(value: 0)
@@ -132,10 +140,12 @@ import Testing
   /// serving, it runs queued bodies inside its own read: a body's write then stops the
   /// program with "a write inside read", in a call the docs allow. The chain body prints
   /// "SERVED INSIDE READ" when it runs on the reading thread, as evidence.
-  /// FAILS intermittently: 4 of 6 runs alone (SIGILL, the read message, with the evidence
+  /// Failed intermittently before its fix: 4 of 6 runs alone (SIGILL, the read message, with the evidence
   /// line); passed in 3 full-suite runs and one release run.
   @Test func aWriteNextInsideAReadChosenToServeDoesNotStop() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(20, "writeNext inside a read, chosen to serve")
       let a = ThreadSafeSingleWriter(value: 0)
       let stop = AtkBox(false)

@@ -14,7 +14,9 @@ struct AtkCounter: Sendable {
     n += 1
   }
   /// A write access held across a suspension: the task may resume on any pool thread.
-  mutating func bumpAcross(_ started: AtkBox<UInt>, _ gate: AtkBox<CheckedContinuation<Void, Never>?>) async {
+  mutating func bumpAcross(
+    _ started: AtkBox<UInt>, _ gate: AtkBox<CheckedContinuation<Void, Never>?>
+  ) async {
     n += 1
     started.with { $0 = atkThreadID() }
     await withCheckedContinuation { continuation in gate.with { $0 = continuation } }
@@ -26,7 +28,9 @@ struct AtkCounter: Sendable {
   /// withWriter on B inside a proxy access of A, while B is held elsewhere: a legitimate
   /// wait (B's holder ends), must not stop.
   @Test func withWriterOnAnotherContainerInsideAProxyAccessWaits() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(10, "withWriter on B inside A's access")
       let a = ThreadSafeSingleWriter(value: AtkCounter())
       let b = ThreadSafeSingleWriter(value: 0)
@@ -52,9 +56,11 @@ struct AtkCounter: Sendable {
   /// access began calls withWriter: a legitimate wait (the first task resumes on the other
   /// pool thread, ends its access and releases the proxy). `isAccessing` looks only at the
   /// thread, so the wait is stopped as "withWriter inside a write access through a proxy".
-  /// FAILS every run (debug and release): SIGILL with that message.
+  /// Failed every run before its fix (debug and release): SIGILL with that message.
   @Test func withWriterFromAnotherTaskOnTheThreadOfASuspendedAccessWaits() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(20, "withWriter by another task on the access's thread")
       let a = ThreadSafeSingleWriter(value: AtkCounter())
       var landed = 0
@@ -74,10 +80,12 @@ struct AtkCounter: Sendable {
           await withTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
               group.addTask {
-                guard atkThreadID() == thread, probe.with({ old in
-                  defer { old = true }
-                  return !old
-                }) else { return }
+                guard atkThreadID() == thread,
+                  probe.with({ old in
+                    defer { old = true }
+                    return !old
+                  })
+                else { return }
                 let resume = gate.with { $0.take() }!
                 Thread.detachNewThread {
                   atkSleep(0.02)
@@ -100,9 +108,11 @@ struct AtkCounter: Sendable {
 
   /// The same, for a `read` from another task on the thread of a suspended access
   /// (beginReadSlow's check, older than the fixes): a read that would only wait must not
-  /// stop. FAILS every run (debug and release): SIGILL, "read inside a write".
+  /// stop. Failed every run before its fix (debug and release): SIGILL, "read inside a write".
   @Test func readFromAnotherTaskOnTheThreadOfASuspendedAccessWaits() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(20, "read by another task on the access's thread")
       let a = ThreadSafeSingleWriter(value: AtkCounter())
       var landed = 0
@@ -121,10 +131,12 @@ struct AtkCounter: Sendable {
           await withTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
               group.addTask {
-                guard atkThreadID() == thread, probe.with({ old in
-                  defer { old = true }
-                  return !old
-                }) else { return }
+                guard atkThreadID() == thread,
+                  probe.with({ old in
+                    defer { old = true }
+                    return !old
+                  })
+                else { return }
                 let resume = gate.with { $0.take() }!
                 Thread.detachNewThread {
                   atkSleep(0.02)

@@ -7,13 +7,15 @@ import Testing
 // when it is; no false silence when the same task waits behind its own proxy.
 
 @Suite struct AttackPassWarnings {
-  /// BREAK (expected): a task calls writeNext on a free container; its thread runs its
+  /// Found by the attack pass: a task calls writeNext on a free container; its thread runs its
   /// body, then serves a plain thread's queued body, which keeps its proxy and hands it to
   /// that plain thread. `lend` records the serving thread's task as the holder, so the
   /// task's later `await write` warns that "this same task" took the checkout: it never did.
-  /// FAILS every run (debug and release).
+  /// Failed every run before its fix (debug and release).
   @Test func aTaskThatServedAnotherThreadsKeptProxyIsNotToldItHoldsIt() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(10, "false same-task warning")
       let a = ThreadSafeSingleWriter(value: 0)
       let kept = AtkBox<ThreadSafeWriterProxy<Int>?>(nil)
@@ -48,9 +50,11 @@ import Testing
 
   /// The thread variant (pre-existing, kept in `lend`): a plain thread that served another
   /// thread's kept body is told by withWriter that "this same thread or task holds" it.
-  /// FAILS every run (debug and release).
+  /// Failed every run before its fix (debug and release).
   @Test func aThreadThatServedAnotherThreadsKeptProxyIsNotToldItHoldsIt() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(10, "false same-thread warning")
       let a = ThreadSafeSingleWriter(value: 0)
       let kept = AtkBox<ThreadSafeWriterProxy<Int>?>(nil)
@@ -78,7 +82,9 @@ import Testing
   /// No false silence: a task that holds a proxy from `writer`, then awaits write on the
   /// same container (its own deadlock), is warned, whichever thread it resumed on.
   @Test func aTaskBehindItsOwnWriterAfterHoppingThreadsIsWarned() async {
-    let result = await #expect(processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(3, "a task behind its own writer")
       let a = ThreadSafeSingleWriter(value: 0)
       await Task.detached {
@@ -94,7 +100,9 @@ import Testing
   /// A task that held a proxy, released it, and then waits behind another thread's proxy
   /// is not told that it holds it (checkoutTask must not be stale).
   @Test func aTaskThatReleasedItsProxyIsNotToldItHoldsTheNextOne() async {
-    let result = await #expect(processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]) {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
       attackWatchdog(10, "stale task id")
       let a = ThreadSafeSingleWriter(value: 0)
       await Task.detached {
