@@ -97,122 +97,127 @@ func atkCollectReports(_ body: () async -> Void) async -> [RaceReport] {
   return collected.with { $0 }
 }
 
-@Suite(.serialized) struct AttackPassRaces {
-  #if DEBUG
-    /// Actor A (default executor, on the pool) holds the writer across an await; actor B,
-    /// on a thread of its own, reads meanwhile: a race on two threads.
-    @Test func twoDifferentActorsOnDifferentThreadsAreReported() async {
-      let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
-      let a = AtkActorA()
-      let b = AtkOwnThreadActor()
-      let reports = await atkCollectReports {
-        await a.hold(box) { await Task.detached { await b.use(box) }.value }
-      }
-      #expect(reports.count >= 1, "no report for two actors on two threads")
-    }
-
-    /// Two default actors: rounds in which B's read ran on another thread than the one
-    /// where A took the writer must each be reported.
-    @Test func twoDefaultActorsOnDifferentThreadsAreReported() async {
-      var differentThreads = 0
-      var reported = 0
-      for _ in 0..<200 {
+// Nested in `RaceDetectorTests`, which is serialized: these tests swap the global
+// `RaceDetector.onRace` handler, as that suite's tests do, so they must not run beside them.
+extension RaceDetectorTests {
+  @Suite(.serialized) struct AttackPassRaces {
+    #if DEBUG
+      /// Actor A (default executor, on the pool) holds the writer across an await; actor B,
+      /// on a thread of its own, reads meanwhile: a race on two threads.
+      @Test func twoDifferentActorsOnDifferentThreadsAreReported() async {
         let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
         let a = AtkActorA()
-        let b = AtkActorB()
-        let threads = AtkBox((UInt(0), UInt(0)))
+        let b = AtkOwnThreadActor()
         let reports = await atkCollectReports {
-          let pair = await a.holdAcross(box, b)
-          threads.with { $0 = pair }
+          await a.hold(box) { await Task.detached { await b.use(box) }.value }
         }
-        let (mine, theirs) = threads.with { $0 }
-        if mine != theirs {
-          differentThreads += 1
-          if !reports.isEmpty { reported += 1 }
-        }
+        #expect(reports.count >= 1, "no report for two actors on two threads")
       }
-      attackErr("default actors: \(reported) of \(differentThreads) cross-thread rounds reported\n")
-      // Under load every round may run on one thread: then the test is inconclusive.
-      #expect(
-        reported == differentThreads,
-        "\(reported) of \(differentThreads) cross-thread rounds reported")
-    }
 
-    /// Actor A holds the writer across an await; a plain thread reads meanwhile.
-    @Test func anActorAndAPlainThreadAreReported() async {
-      let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
-      let a = AtkActorA()
-      let reports = await atkCollectReports {
-        await a.hold(box) {
-          let done = DispatchSemaphore(value: 0)
-          Thread.detachNewThread {
-            _ = box.value.read.items.count
-            done.signal()
+      /// Two default actors: rounds in which B's read ran on another thread than the one
+      /// where A took the writer must each be reported.
+      @Test func twoDefaultActorsOnDifferentThreadsAreReported() async {
+        var differentThreads = 0
+        var reported = 0
+        for _ in 0..<200 {
+          let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+          let a = AtkActorA()
+          let b = AtkActorB()
+          let threads = AtkBox((UInt(0), UInt(0)))
+          let reports = await atkCollectReports {
+            let pair = await a.holdAcross(box, b)
+            threads.with { $0 = pair }
           }
-          await withCheckedContinuation { continuation in
+          let (mine, theirs) = threads.with { $0 }
+          if mine != theirs {
+            differentThreads += 1
+            if !reports.isEmpty { reported += 1 }
+          }
+        }
+        attackErr(
+          "default actors: \(reported) of \(differentThreads) cross-thread rounds reported\n")
+        // Under load every round may run on one thread: then the test is inconclusive.
+        #expect(
+          reported == differentThreads,
+          "\(reported) of \(differentThreads) cross-thread rounds reported")
+      }
+
+      /// Actor A holds the writer across an await; a plain thread reads meanwhile.
+      @Test func anActorAndAPlainThreadAreReported() async {
+        let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+        let a = AtkActorA()
+        let reports = await atkCollectReports {
+          await a.hold(box) {
+            let done = DispatchSemaphore(value: 0)
             Thread.detachNewThread {
-              done.wait()
-              continuation.resume()
+              _ = box.value.read.items.count
+              done.signal()
+            }
+            await withCheckedContinuation { continuation in
+              Thread.detachNewThread {
+                done.wait()
+                continuation.resume()
+              }
             }
           }
         }
+        #expect(reports.count >= 1, "no report for an actor and a thread")
       }
-      #expect(reports.count >= 1, "no report for an actor and a thread")
-    }
 
-    /// Actor A holds the writer across an await; a detached (non-isolated) task reads
-    /// meanwhile: every round in which it ran on another thread must be reported.
-    @Test func anActorAndANonisolatedTaskOnAnotherThreadAreReported() async {
-      var differentThreads = 0
-      var reported = 0
-      for _ in 0..<200 {
-        let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
-        let a = AtkActorA()
-        let threads = AtkBox((UInt(0), UInt(0)))
+      /// Actor A holds the writer across an await; a detached (non-isolated) task reads
+      /// meanwhile: every round in which it ran on another thread must be reported.
+      @Test func anActorAndANonisolatedTaskOnAnotherThreadAreReported() async {
+        var differentThreads = 0
+        var reported = 0
+        for _ in 0..<200 {
+          let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+          let a = AtkActorA()
+          let threads = AtkBox((UInt(0), UInt(0)))
+          let reports = await atkCollectReports {
+            await a.holdRecording(box, threads) {
+              let theirs = await Task.detached { () -> UInt in
+                _ = box.value.read.items.count
+                return atkThreadID()
+              }.value
+              threads.with { $0.1 = theirs }
+            }
+          }
+          _ = reports
+          let (mine, theirs) = threads.with { $0 }
+          if mine != theirs {
+            differentThreads += 1
+            if !reports.isEmpty { reported += 1 }
+          }
+        }
+        attackErr("nonisolated reader rounds: \(differentThreads), reported: \(reported)\n")
+        // Under load every round may run on one thread: then the test is inconclusive.
+        #expect(
+          reported == differentThreads,
+          "\(reported) of \(differentThreads) cross-thread rounds reported")
+      }
+
+      /// Two tasks of the same actor, taking turns, one holding across an await: no report.
+      @Test func theSameActorIsNotReported() async {
+        actor Same {
+          let state = SingleWriter(value: AtkLedger())
+          func hold() async {
+            let proxy = state.writer
+            proxy?.write.items.append(1)
+            try? await Task.sleep(nanoseconds: 50_000)
+            proxy?.write.items.append(2)
+          }
+          func use() { _ = state.read.items.count }
+        }
+        let same = Same()
         let reports = await atkCollectReports {
-          await a.holdRecording(box, threads) {
-            let theirs = await Task.detached { () -> UInt in
-              _ = box.value.read.items.count
-              return atkThreadID()
-            }.value
-            threads.with { $0.1 = theirs }
+          await withTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+              group.addTask { if index % 2 == 0 { await same.hold() } else { await same.use() } }
+            }
           }
         }
-        _ = reports
-        let (mine, theirs) = threads.with { $0 }
-        if mine != theirs {
-          differentThreads += 1
-          if !reports.isEmpty { reported += 1 }
-        }
+        #expect(reports.isEmpty, "\(reports.count) reports for one actor")
       }
-      attackErr("nonisolated reader rounds: \(differentThreads), reported: \(reported)\n")
-      // Under load every round may run on one thread: then the test is inconclusive.
-      #expect(
-        reported == differentThreads,
-        "\(reported) of \(differentThreads) cross-thread rounds reported")
-    }
-
-    /// Two tasks of the same actor, taking turns, one holding across an await: no report.
-    @Test func theSameActorIsNotReported() async {
-      actor Same {
-        let state = SingleWriter(value: AtkLedger())
-        func hold() async {
-          let proxy = state.writer
-          proxy?.write.items.append(1)
-          try? await Task.sleep(nanoseconds: 50_000)
-          proxy?.write.items.append(2)
-        }
-        func use() { _ = state.read.items.count }
-      }
-      let same = Same()
-      let reports = await atkCollectReports {
-        await withTaskGroup(of: Void.self) { group in
-          for index in 0..<200 {
-            group.addTask { if index % 2 == 0 { await same.hold() } else { await same.use() } }
-          }
-        }
-      }
-      #expect(reports.isEmpty, "\(reports.count) reports for one actor")
-    }
-  #endif
+    #endif
+  }
 }
