@@ -299,6 +299,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     var deadline = sw_monotonic_ns() &+ 1_000_000
     var batches = 0
     var run = 0
+    var lateInBatch = false
     // Serving runs on this one thread: it holds the gate, so that a thread sleeping for the
     // writer boosts it, and releases it before the checkout passes to any other thread.
     lock.closeGateIfWanted()
@@ -345,15 +346,21 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
         sw_uptr_store(lock.checkoutThread, 0)
         // A batch has no size bound (a backlog taken at once): past the millisecond, the
         // rest of it goes to a successor too, with the checkout, once what is owed ran.
+        // The clock is read every 64 entries; once late, after every entry, since a
+        // successor waits only about a millisecond and bodies may be slow.
         run &+= 1
-        if run & 63 == 0, !pending.pointee.isEmpty, sw_monotonic_ns() > deadline,
-          let successor = lock.withHandOffLock({ handOff.pointee.midBatch() })
+        if !pending.pointee.isEmpty, lateInBatch || run & 63 == 0,
+          sw_monotonic_ns() > deadline
         {
-          lock.openGateIfClosed()
-          if successor.grant() { return }
-          lock.closeGateIfWanted()
-          lock.withHandOffLock { handOff.pointee.serveOn(me) }
-          deadline = sw_monotonic_ns() &+ 1_000_000
+          lateInBatch = true
+          if let successor = lock.withHandOffLock({ handOff.pointee.midBatch() }) {
+            lock.openGateIfClosed()
+            if successor.grant() { return }
+            lock.closeGateIfWanted()
+            lock.withHandOffLock { handOff.pointee.serveOn(me) }
+            deadline = sw_monotonic_ns() &+ 1_000_000
+            lateInBatch = false
+          }
         }
       case .handedOff:
         return
