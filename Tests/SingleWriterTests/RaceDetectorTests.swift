@@ -451,57 +451,59 @@ private struct Quiet {
     #expect(reports.isEmpty)
   }
 
-  /// A plain `SingleWriter` owned by an actor: one method holds `writer` across an
-  /// `await` while the actor's other methods read and write. The actor serializes them,
-  /// whichever pool threads its jobs run on, so no report. Pool tasks spinning beside it
-  /// make its jobs move between the pool's threads.
-  @Test func anActorsMethodsTakingTurnsAcrossAwaitsAreOneOwner() async {
-    struct ActorOwned { var items: [Int] = [] }
-    actor Ledger {
-      let state = SingleWriter(value: ActorOwned())
-      var threads = Set<UInt>()
-      func note() { threads.insert(UInt(bitPattern: Int(bitPattern: pthread_self()))) }
-      func holdAcrossAwait(_ item: Int) async {
-        note()
-        guard let proxy = state.writer else {
-          return state.writeNext { $0.write.items.append(contentsOf: [item, -item]) }
+  #if DEBUG  // race checks exist in debug builds only
+    /// A plain `SingleWriter` owned by an actor: one method holds `writer` across an
+    /// `await` while the actor's other methods read and write. The actor serializes them,
+    /// whichever pool threads its jobs run on, so no report. Pool tasks spinning beside it
+    /// make its jobs move between the pool's threads.
+    @Test func anActorsMethodsTakingTurnsAcrossAwaitsAreOneOwner() async {
+      struct ActorOwned { var items: [Int] = [] }
+      actor Ledger {
+        let state = SingleWriter(value: ActorOwned())
+        var threads = Set<UInt>()
+        func note() { threads.insert(UInt(bitPattern: Int(bitPattern: pthread_self()))) }
+        func holdAcrossAwait(_ item: Int) async {
+          note()
+          guard let proxy = state.writer else {
+            return state.writeNext { $0.write.items.append(contentsOf: [item, -item]) }
+          }
+          proxy.write.items.append(item)
+          await Task.yield()
+          note()
+          proxy.write.items.append(-item)
         }
-        proxy.write.items.append(item)
-        await Task.yield()
-        note()
-        proxy.write.items.append(-item)
-      }
-      func readAndWrite() {
-        note()
-        _ = state.read.items.count
-        if state.tryWrite({ $0.items.append(0) }) == nil {
-          state.writeNext { $0.write.items.append(0) }
+        func readAndWrite() {
+          note()
+          _ = state.read.items.count
+          if state.tryWrite({ $0.items.append(0) }) == nil {
+            state.writeNext { $0.write.items.append(0) }
+          }
         }
+        var count: Int { state.read.items.count }
       }
-      var count: Int { state.read.items.count }
-    }
-    let ledger = Ledger()
-    let reports = await collectReports(where: { $0.resource.contains("ActorOwned") }) {
-      await withTaskGroup(of: Void.self) { group in
-        for item in 1...300 {
-          group.addTask {
-            if item % 3 == 0 {
-              await ledger.readAndWrite()
-            } else {
-              await ledger.holdAcrossAwait(item)
+      let ledger = Ledger()
+      let reports = await collectReports(where: { $0.resource.contains("ActorOwned") }) {
+        await withTaskGroup(of: Void.self) { group in
+          for item in 1...300 {
+            group.addTask {
+              if item % 3 == 0 {
+                await ledger.readAndWrite()
+              } else {
+                await ledger.holdAcrossAwait(item)
+              }
+              // Busy work on the pool between calls, so the actor's next job may run on
+              // the other thread.
+              var spin = 0
+              for index in 0..<2_000 { spin &+= index }
+              _ = spin
             }
-            // Busy work on the pool between calls, so the actor's next job may run on
-            // the other thread.
-            var spin = 0
-            for index in 0..<2_000 { spin &+= index }
-            _ = spin
           }
         }
       }
+      let first = reports.first.map { "\($0)" } ?? ""
+      #expect(reports.isEmpty, "\(reports.count) reports, first: \(first)")
+      #expect(await ledger.count == 200 * 2 + 100)
+      #expect(await ledger.threads.count > 1, "the actor's jobs never moved between threads")
     }
-    let first = reports.first.map { "\($0)" } ?? ""
-    #expect(reports.isEmpty, "\(reports.count) reports, first: \(first)")
-    #expect(await ledger.count == 200 * 2 + 100)
-    #expect(await ledger.threads.count > 1, "the actor's jobs never moved between threads")
-  }
+  #endif
 }

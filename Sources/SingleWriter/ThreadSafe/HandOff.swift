@@ -50,9 +50,6 @@ struct HandOff<Entry> {
   /// position: what that thread owes when it ends the checkout and serves.
   @usableFromInline var holderThread: UInt = 0
   @usableFromInline var holderOwes: UInt64 = 0
-  /// Entries popped to run, by every server: the position of the one running now.
-  /// Touched only by the checkout's holder, with no lock.
-  @usableFromInline var ran: UInt64 = 0
   /// The server has served other threads past its time: the next thread to queue from
   /// elsewhere becomes its successor.
   @usableFromInline var successorWanted = false
@@ -123,7 +120,6 @@ struct HandOff<Entry> {
   @inlinable mutating func takeOwnEntry() {
     _ = inbox.popFirst()
     taken &+= 1
-    ran &+= 1
   }
 
   /// What a checkout's end does with the hand-off.
@@ -152,9 +148,6 @@ struct HandOff<Entry> {
     owedThrough = holderThread == thread ? holderOwes : 0
     holderThread = 0
   }
-
-  /// The holder pops the next entry to run.
-  @inlinable mutating func beginEntry() { ran &+= 1 }
 
   /// The successor withdrew before the hand-over: `thread` serves on, late as it was.
   @inlinable mutating func serveOn(_ thread: UInt) {
@@ -207,7 +200,8 @@ struct HandOff<Entry> {
   /// The server is past its millisecond in the middle of a batch: returns the successor
   /// to pass the checkout and the rest of the batch to, if one waits and everything the
   /// server owes has run; otherwise asks the next thread that queues to become one.
-  @inlinable mutating func midBatch() -> Waiter? {
+  /// `ran`: the entries the servers have popped to run, the last one included.
+  @inlinable mutating func midBatch(ran: UInt64) -> Waiter? {
     if let next = successor, ran >= owedThrough {
       successor = nil
       server = 0

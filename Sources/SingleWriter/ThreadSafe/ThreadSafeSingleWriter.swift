@@ -47,6 +47,11 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// Behind a pointer, as in ``SingleWriter``: queued bodies may enqueue while the loop
   /// that runs them is on the stack, so the optimizer must reload it after every call.
   @usableFromInline let pending: UnsafeMutablePointer<FIFO<Pending>>
+  /// Entries popped from the queue to run, by every server: the position of the one
+  /// running, against what a server owes (`HandOff.owedThrough`). Touched only by the
+  /// checkout's holder, ordered like `spare`; not in `HandOff`, whose other fields only
+  /// its lock guards.
+  @usableFromInline @exclusivity(unchecked) var ran: UInt64 = 0
   /// Where observers learn of changes; see Observation/ChangeHub.swift.
   @usableFromInline let hub = ChangeHub()
 
@@ -217,7 +222,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       let arrival = handOff.pointee.arrive(
         entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
       let tookOver = arrival.setQueued && lock.markQueued()
-      if tookOver, case .checkout = entry { handOff.pointee.takeOwnEntry() }
+      if tookOver, case .checkout = entry {
+        handOff.pointee.takeOwnEntry()
+        ran &+= 1  // this thread holds the checkout now
+      }
       return (arrival, tookOver)
     }
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
@@ -353,7 +361,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
           sw_monotonic_ns() > deadline
         {
           lateInBatch = true
-          if let successor = lock.withHandOffLock({ handOff.pointee.midBatch() }) {
+          if let successor = lock.withHandOffLock({ handOff.pointee.midBatch(ran: ran) }) {
             lock.openGateIfClosed()
             if successor.grant() { return }
             lock.closeGateIfWanted()
@@ -387,7 +395,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// Runs the oldest pending entry. The entry is released before this returns.
   @inlinable
   func runNext(_ me: UInt) -> Served {
-    handOff.pointee.beginEntry()
+    ran &+= 1
     sw_uptr_store(lock.checkoutThread, scoped(me))
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
