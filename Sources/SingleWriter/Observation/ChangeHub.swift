@@ -39,6 +39,9 @@ final class ChangeHub: @unchecked Sendable {
   /// request of a consumer that found the value half done, and the version it belongs to.
   var snapshot: AnyObject?
   var snapshotVersion: UInt32 = 0
+  /// How many snapshots have been kept: a consumer takes one only if it was kept after
+  /// the value it last delivered was read, so that it never goes back to an older value.
+  var snapshotCount: UInt64 = 0
 
   /// A consumer sleeps in `sleepers`.
   @inlinable static var waiting: UInt32 { 1 }
@@ -149,6 +152,7 @@ final class ChangeHub: @unchecked Sendable {
     withLock {
       snapshot = make()
       snapshotVersion = (version &+ 1) & (UInt32.max >> Self.versionShift)
+      snapshotCount &+= 1
       sw_fetch_and(word, ~Self.snapshotWanted)
     }
   }
@@ -157,16 +161,21 @@ final class ChangeHub: @unchecked Sendable {
   /// type its own code cannot name as copyable here.
   @usableFromInline func keepSnapshotOfLast() { keepSnapshot { keepLast?() } }
 
-  /// The snapshot and its version, if it is newer than `version`: a consumer slower than
-  /// a stream of checkouts takes the newest whole value it can, then looks again.
-  func snapshot<Value>(of type: Value.Type, newerThan version: UInt32) -> (Value, UInt32)? {
+  /// The snapshot, its version and its count, if it was kept after the `count`th: a
+  /// consumer slower than a stream of checkouts takes the newest whole value it can, then
+  /// looks again. Counts, not versions, order it against values read directly: a consumer
+  /// may read a value newer than the version it read just before.
+  func snapshot<Value>(
+    of type: Value.Type, after count: UInt64
+  ) -> (value: Value, version: UInt32, count: UInt64)? {
     withLock {
-      let mask = UInt32.max >> Self.versionShift
-      let ahead = (snapshotVersion &- version) & mask
-      guard let snapshot, ahead != 0, ahead <= mask / 2 else { return nil }
-      return ((snapshot as! LastValue<Value>).value, snapshotVersion)
+      guard let snapshot, snapshotCount > count else { return nil }
+      return ((snapshot as! LastValue<Value>).value, snapshotVersion, snapshotCount)
     }
   }
+
+  /// How many snapshots have been kept so far; read by a consumer after a direct read.
+  var keptSnapshots: UInt64 { withLock { snapshotCount } }
 
   // MARK: Consumers
 

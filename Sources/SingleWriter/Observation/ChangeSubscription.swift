@@ -10,14 +10,17 @@ final class ChangeSubscription<Element> {
   @usableFromInline let read: () -> ChangeRead<Element>
   /// Reads the element the container left in the hub when it was freed: `nil` until then.
   @usableFromInline let readLast: () -> Element?
-  /// Reads the snapshot a checkout's end kept, and its version, if newer than a version.
-  @usableFromInline let readSnapshot: (UInt32) -> (Element, UInt32)?
+  /// Reads the snapshot a checkout's end kept, with its version and count, if it was kept
+  /// after the given count.
+  @usableFromInline let readSnapshot: (UInt64) -> (value: Element, version: UInt32, count: UInt64)?
   /// Whether two elements are the same, for skipping repeats; `nil` delivers every change.
   @usableFromInline let isRepeat: ((Element, Element) -> Bool)?
   /// The element at subscription (`nil` if a checkout was part-way through it then), and
   /// the version it belongs to.
   @usableFromInline let initial: Element?
   @usableFromInline let initialVersion: UInt32
+  /// The hub's count of snapshots at subscription: older ones are older than `initial`.
+  @usableFromInline let initialSnapshots: UInt64
   /// Unregisters from the container, if it still exists.
   let leave: () -> Void
 
@@ -25,12 +28,13 @@ final class ChangeSubscription<Element> {
     hub: ChangeHub, initial: ChangeRead<Element>, version: UInt32,
     isRepeat: ((Element, Element) -> Bool)?,
     read: @escaping () -> ChangeRead<Element>, readLast: @escaping () -> Element?,
-    readSnapshot: @escaping (UInt32) -> (Element, UInt32)?,
+    readSnapshot: @escaping (UInt64) -> (value: Element, version: UInt32, count: UInt64)?,
     leave: @escaping () -> Void
   ) {
     self.hub = hub
     if case .value(let element) = initial { self.initial = element } else { self.initial = nil }
     self.initialVersion = version
+    self.initialSnapshots = hub.keptSnapshots
     self.isRepeat = isRepeat
     self.read = read
     self.readLast = readLast
@@ -59,12 +63,16 @@ struct ChangeCursor<Element> {
   @usableFromInline var started = false
   /// Returned `nil`: every later call does too.
   @usableFromInline var finished: Bool
+  /// The hub's count of snapshots when this cursor last delivered: only a later one may
+  /// be delivered, never one older than a value read directly.
+  @usableFromInline var snapshots: UInt64 = 0
   /// This cursor's id for the hub's sleeper list, taken at its first sleep.
   @usableFromInline var sleeperID: UInt64 = 0
 
   init(_ subscription: ChangeSubscription<Element>) {
     self.subscription = subscription
     seen = subscription.initialVersion
+    snapshots = subscription.initialSnapshots
     finished = subscription.hub.isClosed
   }
 
@@ -83,14 +91,17 @@ struct ChangeCursor<Element> {
         var version = now
         if now != seen || value == nil {
           switch subscription.read() {
-          case .value(let newer): value = newer
+          case .value(let newer):
+            value = newer
+            snapshots = hub.keptSnapshots  // every one kept so far is no newer
           case .halfDone:
             // A checkout that has written is still held. An earlier end may have kept a
             // copy newer than the last delivered; if not, ask the next end for one, and
             // wait for it to publish.
-            if let (kept, keptVersion) = subscription.readSnapshot(seen) {
-              value = kept
-              version = keptVersion
+            if let kept = subscription.readSnapshot(snapshots) {
+              value = kept.value
+              version = kept.version
+              snapshots = kept.count
             } else {
               hub.wantSnapshot()
               await sleep(after: now, isolation: isolation)

@@ -83,7 +83,9 @@ extension SingleWriter {
       hub: hub, initial: readWhole(transform), version: version, isRepeat: isRepeat,
       read: { [weak self] in self?.readWhole(transform) ?? .gone },
       readLast: { hub.lastValue(of: Value.self).map(transform) },
-      readSnapshot: { hub.snapshot(of: Value.self, newerThan: $0).map { (transform($0), $1) } },
+      readSnapshot: {
+        hub.snapshot(of: Value.self, after: $0).map { (transform($0.value), $0.version, $0.count) }
+      },
       leave: { [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
   }

@@ -84,7 +84,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       read: { @Sendable [weak self] in self?.readWhole(transform) ?? .gone },
       readLast: { @Sendable [hub] in hub.lastValue(of: Value.self).map(transform) },
       readSnapshot: { @Sendable [hub] in
-        hub.snapshot(of: Value.self, newerThan: $0).map { (transform($0), $1) }
+        hub.snapshot(of: Value.self, after: $0).map { (transform($0.value), $0.version, $0.count) }
       },
       leave: { @Sendable [weak self] in self?.subscriptionLeft() })
     return Changes(subscription)
