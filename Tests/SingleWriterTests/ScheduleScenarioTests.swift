@@ -456,6 +456,49 @@ struct ScheduleScenarioTests {
     }
   }
 
+  /// A `withWriter` that gets the writer while spinning lengthens the next waiter's spin
+  /// by one round; one that has to park shortens it by one; one that finds the writer
+  /// free leaves it. Every schedule must end with one of those three. A holder that lets
+  /// go at once must let some schedules win while spinning; one that holds on for 20 µs
+  /// of virtual time, as a core of its own would, must make some park.
+  @Test(arguments: [(UInt64(0), UInt32(4)), (UInt64(20_000), UInt32(2))])
+  func theSpinBudgetFollowsHowTheLastWaitEnded(hold: UInt64, somewhere: UInt32) {
+    let start: UInt32 = 3
+    var seen: Set<UInt32> = []
+    Scheduler.check(pct: 500, exhaustive: 2_000) {
+      let container = Self.makeContainer()
+      sw_store_release(container.lock.spinRounds, start)
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            Self.spin(nanoseconds: hold, yielding: true)
+            journal.leave()
+            held.strong = nil
+          },
+          {
+            container.withWriter {
+              journal.enter("B.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+        ],
+        check: {
+          let rounds = sw_load_acquire(container.lock.spinRounds)
+          seen.insert(rounds)
+          if !(start - 1...start + 1).contains(rounds) {
+            return "spin budget \(rounds) after one wait from \(start)"
+          }
+          return Self.finalCheck(container, journal, ran: ["A.0", "B.1"])
+        })
+    }
+    #expect(seen.contains(somewhere), "no schedule left the spin budget at \(somewhere)")
+  }
+
   /// Two `withWriter` calls and a `writeNext`, with the priority gate wanted: whoever
   /// holds the writer for a closure write or to serve the queue holds the gate, and a
   /// thread that would sleep for the writer sleeps on the gate instead. Every schedule must
