@@ -232,7 +232,7 @@ final class Log: @unchecked Sendable {
   @Test func withWriterSpinsLessAfterSleeping() {
     let box = ThreadSafeSingleWriter(value: 0)
     let rounds = { sw_load_acquire(box.lock.spinRounds) }
-    #expect(rounds() == WriterLock.maxSpinRounds)
+    #expect(rounds() == HandOffPolicy.maxSpinRounds)
     /// Holds the writer until a `withWriter` on another thread has gone to sleep for it.
     func makeAWaiterSleep() {
       let held = Locked(box.writer)
@@ -245,12 +245,12 @@ final class Log: @unchecked Sendable {
       held.withLock { $0 = nil }
       done.wait()
     }
-    for expected in [WriterLock.maxSpinRounds - 1, WriterLock.maxSpinRounds - 2] {
+    for expected in [HandOffPolicy.maxSpinRounds - 1, HandOffPolicy.maxSpinRounds - 2] {
       makeAWaiterSleep()
       #expect(rounds() == expected)
     }
     for _ in 0..<12 { makeAWaiterSleep() }
-    #expect(rounds() == WriterLock.minSpinRounds)
+    #expect(rounds() == HandOffPolicy.minSpinRounds)
   }
 
   /// Past 4,096 waiting writes, a `writeNext` from another thread than the queue's runner
@@ -843,7 +843,7 @@ final class Log: @unchecked Sendable {
     let me = sw_current_thread()
     box.lock.wantGate()
     var gated = 0
-    for _ in 0..<WriterLock.gateSpan {
+    for _ in 0..<HandOffPolicy.gateSpan {
       if box.tryWrite({ value in
         value += 1
         return gateHolder(box)
@@ -851,12 +851,12 @@ final class Log: @unchecked Sendable {
         gated += 1
       }
     }
-    #expect(gated == Int(WriterLock.gateSpan))
+    #expect(gated == Int(HandOffPolicy.gateSpan))
     #expect(!gateFlag(box), "the flag outlived the span")
     #expect(gateIdleFailure(box) == nil)
     #expect(box.tryWrite { _ in gateHolder(box) } == 0, "a container nobody waits for pays")
     box.withWriter { _ in #expect(gateHolder(box) == 0) }
-    #expect(box.read == Int(WriterLock.gateSpan))
+    #expect(box.read == Int(HandOffPolicy.gateSpan))
   }
 
   @Test func proxiesNeverTakeTheGate() {

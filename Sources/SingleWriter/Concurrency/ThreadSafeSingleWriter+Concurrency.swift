@@ -74,7 +74,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         unlessCancelled: unlessCancelled, waiter: waiter
       ) { .asyncWrite($0, queued.run) }
       // Acquires what the server released after the body: its accesses come first.
-      if ran { _ = sw_load_acquire(waiter.state) }
+      if ran { _ = waiter.current }
       return ran
     }
     return ran ? queued.takeResult() : nil
@@ -100,12 +100,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     unlessCancelled: Bool, atFront: Bool = false, waiter: TaskWaiter = TaskWaiter(),
     _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
-    let me = currentTaskID()
+    let me = sw_current_task()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         waiter.continuation = continuation
         // Cancelled before it could queue: never queued, so it resumes itself.
-        guard waiter.transition(from: TaskWaiter.new, to: TaskWaiter.waiting) else {
+        guard waiter.apply(.queue) else {
           waiter.continuation.take()!.resume(returning: false)
           return
         }
@@ -119,10 +119,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       // Before it queued, it will see this; after, whoever wins the transition resumes
       // it, and a cancelled entry is skipped when the queue reaches it.
       guard unlessCancelled else { return }
-      if waiter.transition(from: TaskWaiter.new, to: TaskWaiter.cancelled) { return }
-      if waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.cancelled) {
-        waiter.continuation.take()!.resume(returning: false)
-      }
+      if waiter.cancel() == .waiting { waiter.continuation.take()!.resume(returning: false) }
     }
   }
 
@@ -133,9 +130,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// check out while it waits), so no other wait starts the timer.
   func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
     Task { [weak self] in
-      try? await Task.sleep(nanoseconds: 1_000_000_000)
+      try? await Task.sleep(nanoseconds: HandOffPolicy.deadlockWarning)
       // `self` held across the loads: the container frees the lock's memory.
-      guard let self, sw_load_acquire(waiter.state) == TaskWaiter.waiting,
+      guard let self, waiter.current == .waiting,
         self.lock.isHeld(byTask: task)
       else { return }
       sw_print_error(
@@ -183,35 +180,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       if waiter.claim() { break }
       atFront = true
     }
-    sw_uptr_store(lock.checkoutTask, currentTaskID())
+    sw_uptr_store(lock.checkoutTask, sw_current_task())
     return ThreadSafeWriterProxy(owning: self)
-  }
-}
-
-/// An id for the current task, or 0 outside one; only compared, never dereferenced.
-@inlinable
-func currentTaskID() -> UInt { sw_current_task() }
-
-/// A queued async write: its body, for the serving thread, and its result, for the task.
-@usableFromInline
-final class QueuedWrite<Value: ~Copyable, R, E: Error>: @unchecked Sendable {
-  // Sendable: the task sets `body` before queueing and clears it after it was resumed or
-  // cancelled; the serving thread calls it, and writes `result`, only after winning the
-  // waiter's transition to `granted`, and before resuming the task, which orders them.
-  // The body and its result are `sending`: no one else keeps access to them.
-  @usableFromInline var body: ((inout sending Value) throws(E) -> sending R)?
-  @usableFromInline var result: Result<R, E>?
-
-  @usableFromInline init() {}
-
-  @usableFromInline func run(_ container: ThreadSafeSingleWriter<Value>) {
-    let body = self.body.unsafelyUnwrapped
-    result = Result { () throws(E) -> R in try body(&container.storage.pointee) }
-  }
-
-  /// The result, which the task owns once it is resumed.
-  @usableFromInline func takeResult() -> sending Result<R, E>? {
-    nonisolated(unsafe) let taken = result.take()
-    return taken
   }
 }

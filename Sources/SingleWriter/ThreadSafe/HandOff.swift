@@ -58,9 +58,6 @@ struct HandOff<Entry> {
 
   @inlinable init() {}
 
-  /// The largest batch a server takes once it serves other threads past its time.
-  @inlinable static var lateBatch: Int { 8 }
-
   /// What an enqueuer does after its append.
   @usableFromInline
   struct Arrival {
@@ -108,7 +105,9 @@ struct HandOff<Entry> {
       chosen = Waiter()
       successor = chosen
     }
-    let yield = chosen == nil && inbox.count > 4_096 && server != 0 && server != thread
+    let yield =
+      chosen == nil && inbox.count > HandOffPolicy.yieldingBacklog && server != 0
+      && server != thread
     defer { queued = true }
     return Arrival(setQueued: !queued, yield: yield, successor: chosen)
   }
@@ -185,7 +184,7 @@ struct HandOff<Entry> {
       // Serving other threads on borrowed time: small batches, so that a successor
       // chosen by the next arrival takes over within a few writes.
       if successor == nil { successorWanted = true }
-      for _ in 0..<HandOff.lateBatch {
+      for _ in 0..<HandOffPolicy.lateBatch {
         guard let entry = inbox.popFirst() else { break }
         pending.append(entry)
         taken &+= 1

@@ -11,14 +11,8 @@ struct WriterLock {
 
   @usableFromInline init() {
     sync = .allocateOnOwnCacheLines(sw_ts_sync())
-    sw_store_release(sw_ts_spin_rounds(sync), WriterLock.maxSpinRounds)
+    sw_store_release(sw_ts_spin_rounds(sync), HandOffPolicy.maxSpinRounds)
   }
-
-  /// A blocked `withWriter` spins from `minSpinRounds` to `maxSpinRounds` rounds, looking
-  /// at the writer after 1, 2, 4, ... pauses: 3 pauses at least, 127 (a few microseconds)
-  /// at most.
-  @usableFromInline static let minSpinRounds: UInt32 = 2
-  @usableFromInline static let maxSpinRounds: UInt32 = 7
 
   @usableFromInline func deallocate() {
     sync.deinitialize(count: 1)
@@ -79,6 +73,18 @@ struct WriterLock {
     return nil
   }
 
+  /// One attempt of `transition` from `expected`, with no load: the hot paths' first try,
+  /// which folds to one compare-and-exchange of two constants. Returns the action, or
+  /// `nil` if the word was not `expected` (the caller goes on through `update`).
+  @inlinable @inline(__always)
+  func tryUpdate<Action>(
+    from expected: WriterWord, _ transition: (WriterWord) -> (WriterWord, Action)?
+  ) -> Action? {
+    guard let (new, action) = transition(expected) else { return nil }
+    assert(new.invariantViolation == nil, "\(expected) -> \(new): \(new.invariantViolation!)")
+    return sw_cas_value(state, expected.raw, new.raw) == expected.raw ? action : nil
+  }
+
   /// `update` for transitions with no action.
   @inlinable @inline(__always) @discardableResult
   func update(_ transition: (WriterWord) -> WriterWord?) -> WriterWord? {
@@ -112,7 +118,7 @@ struct WriterLock {
   }
 
   @usableFromInline func acquireHandOffLockSlow() {
-    for round in 0..<6 {
+    for round in 0..<HandOffPolicy.handOffLockSpinRounds {
       for _ in 0..<(1 << round) { sw_yield_cpu() }
       if sw_mutex_trylock(handOffLock) { return }
     }
@@ -138,58 +144,6 @@ struct WriterLock {
     sw_wake_one(parkSequence)
   }
 
-  // MARK: Lends
-
-  /// Starts a new `writeNext` lend: a fresh generation, which only the proxy lent now
-  /// carries. Only the checkout holder calls it.
-  @inlinable @inline(__always) func openLend() -> UInt32 {
-    let generation = (sw_load_relaxed(lendWord) >> 2) &+ 1
-    sw_store_release(lendWord, generation << 2)
-    return generation
-  }
-
-  /// The lend's closure returned and someone else references its proxy: accesses through
-  /// it wait until `endLend` says whether it was kept or retired.
-  @inlinable func resolveLend(_ generation: UInt32) {
-    sw_store_release(lendWord, generation << 2 | 1)
-  }
-
-  /// Kept: the generation stays valid for as long as the proxy owns the checkout. Retired:
-  /// a new generation, so that every access through the old proxy stops. Its release
-  /// ordering also publishes the proxy's new role to whichever thread frees it.
-  @inlinable func endLend(_ generation: UInt32, kept: Bool) {
-    let old = sw_exchange(lendWord, (kept ? generation : generation &+ 1) << 2)
-    if old & 2 != 0 { sw_wake_all(lendWord) }
-  }
-
-  /// Stops an access through a lent proxy whose lend is over: `generation` is the one the
-  /// proxy was lent with, 0 for proxies that own their checkout from the start.
-  @inlinable @inline(__always) func checkLend(_ generation: UInt32) {
-    guard generation != 0, sw_load_acquire(lendWord) != generation << 2 else { return }
-    checkLendSlow(generation)
-  }
-
-  /// Waits while the lend is being resolved: a few pauses, since resolving takes a few
-  /// instructions, then a sleep until `endLend` wakes it. Spinning without bound here
-  /// would let a high-priority thread starve a preempted low-priority lender.
-  @usableFromInline func checkLendSlow(_ generation: UInt32) {
-    let resolving = generation << 2 | 1
-    var spins = 0
-    var word = sw_load_acquire(lendWord)
-    while word & ~2 == resolving {
-      if spins < 64 {
-        spins += 1
-        sw_yield_cpu()
-      } else if word & 2 != 0 || sw_cas(lendWord, &word, word | 2) {
-        sw_wait(lendWord, resolving | 2)
-      } else {
-        continue  // the word changed: look at it again
-      }
-      word = sw_load_acquire(lendWord)
-    }
-    if word != generation << 2 { staleProxyFailure() }
-  }
-
   // MARK: Checkout
 
   /// Takes the checkout if nobody holds it (so nothing is queued either). `thread` is
@@ -202,7 +156,7 @@ struct WriterLock {
 
   /// Records the current task, if any, as the holder of a proxy just checked out.
   @usableFromInline func recordHoldingTask() {
-    let task = currentTaskID()
+    let task = sw_current_task()
     if task != 0 { sw_uptr_store(checkoutTask, task) }
   }
 
@@ -265,9 +219,9 @@ struct WriterLock {
     // One attempt inline, from the word of a checkout with nothing else going on (no
     // load; the transition folds to a constant); any other word goes through the driver,
     // out of line, so that the accessors around this stay small enough to inline.
-    let expected = WriterLock.heldWord.raw
-    let begun = WriterLock.heldWord.beginAccess().0.raw
-    guard sw_cas_value(state, expected, begun) == expected else { return acquireWriting() }
+    guard tryUpdate(from: WriterLock.heldWord, { $0.beginAccess() }) == .begun else {
+      return acquireWriting()
+    }
     sw_uptr_store(writingThread, sw_current_thread())
     sw_seq_begin_write(sequence)
   }
@@ -305,9 +259,9 @@ struct WriterLock {
   /// Drops `writing`, with the sequence already even again.
   @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
-    let expected = WriterLock.writingWord.raw
-    let ended = WriterLock.writingWord.endAccess().0.raw
-    if sw_cas_value(state, expected, ended) != expected { releaseWritingSlow() }
+    if tryUpdate(from: WriterLock.writingWord, { $0.endAccess() }) == nil {
+      releaseWritingSlow()
+    }
   }
 
   @usableFromInline func releaseWritingSlow() {
@@ -355,135 +309,7 @@ struct WriterLock {
     } else {
       assert(sw_uptr_load(gateThread) == 0, "the gate outlived its flag")
     }
-    let expected = WriterWord.writer | WriterWord.writing
-    let ended = WriterWord(raw: expected).endClosureWrite().unsafelyUnwrapped.raw
-    return sw_cas_value(state, expected, ended) == expected
+    return tryUpdate(from: WriterLock.writingWord) { $0.endClosureWrite().map { ($0, ()) } } != nil
   }
 
-  // MARK: The priority gate
-
-  /// How many closure writes take the gate after a thread last slept for the writer.
-  ///
-  /// Taking it costs two atomic read-modify-writes, as much again as a closure write, so
-  /// a container pays for it only while threads have been sleeping for its writer; one
-  /// nobody waits for pays nothing (the flag rides in the sequence a write bumps anyway).
-  /// The first sleep of a quiet spell finds the gate open.
-  @usableFromInline static let gateSpan: UInt32 = 1024
-
-  /// Asks the next `gateSpan` closure writes to take the gate.
-  @usableFromInline func wantGate() {
-    if sw_load_relaxed(gateWanted) != WriterLock.gateSpan {
-      sw_store_release(gateWanted, WriterLock.gateSpan)
-    }
-    if sw_load_relaxed(sequence) & SW_SEQ_GATE_WANTED == 0 {
-      sw_fetch_or(sequence, SW_SEQ_GATE_WANTED)
-    }
-  }
-
-  /// After taking the checkout for a closure write, or to serve the queue: takes the gate
-  /// if threads have slept for the writer lately.
-  @inlinable @inline(__always) func closeGateIfWanted() {
-    if sw_load_relaxed(sequence) & SW_SEQ_GATE_WANTED != 0 { closeGate() }
-  }
-
-  @usableFromInline @inline(never) func closeGate() {
-    // A lost update between this and a sleeper's store only shortens or lengthens the span.
-    let wanted = sw_load_relaxed(gateWanted)
-    if wanted != 0 { sw_store_release(gateWanted, wanted &- 1) }
-    assert(sw_uptr_load(gateThread) == 0, "the gate is taken twice")
-    // Busy only while a woken sleeper passes through it: this write goes without.
-    guard sw_gate_trylock(gate) else { return }
-    sw_uptr_store(gateThread, sw_current_thread())
-  }
-
-  /// Before the checkout can pass to another thread: releases the gate if this thread took
-  /// it. Only the checkout's holder takes the gate, and it releases it before the checkout
-  /// moves, so a non-zero `gateThread` seen by the holder is its own.
-  @inlinable @inline(__always) func openGateIfClosed() {
-    if sw_uptr_load(gateThread) != 0 { openGate() }
-  }
-
-  /// Releases the gate; once the span is used up, clears the flag too (only a holder of
-  /// the checkout does, so a closure write that took the gate still finds it at its end).
-  @usableFromInline @inline(never) func openGate() {
-    assert(sw_uptr_load(gateThread) == sw_current_thread(), "the gate is opened by another thread")
-    sw_uptr_store(gateThread, 0)
-    sw_gate_unlock(gate)
-    if sw_load_relaxed(gateWanted) == 0 { sw_fetch_and(sequence, ~SW_SEQ_GATE_WANTED) }
-  }
-
-  /// For a thread about to sleep for the writer: asks the next closure writes to take the
-  /// gate, then, if a closure write of another thread holds it now, sleeps on it until it
-  /// opens, so that the OS boosts that thread. `false` if nobody holds it: sleep on the
-  /// word instead.
-  @usableFromInline func sleepOnGate(_ me: UInt) -> Bool {
-    wantGate()
-    let holder = sw_uptr_load(gateThread)
-    guard holder != 0, holder != me else { return false }
-    sw_fetch_add(gateSleeps, 1)
-    sw_gate_lock(gate)
-    sw_gate_unlock(gate)
-    return true
-  }
-
-  // MARK: Waits a thread would block itself
-
-  /// Whether this thread holds a write access (a closure write's body, or an access
-  /// through a proxy) that a wait for the writer or the value would wait behind.
-  ///
-  /// An access begun on this thread may be another task's, suspended across an `await`
-  /// (an async mutating method called through `proxy.write`): a wait for it ends when
-  /// that task resumes. A proxy taken in a task names that task, so only an access of
-  /// this task's, or of no task's, is this thread's own.
-  @usableFromInline func isAccessing(_ me: UInt) -> Bool {
-    guard sw_uptr_load(writingThread) == me, word.isWriting else { return false }
-    let holder = sw_uptr_load(checkoutTask)
-    return holder == 0 || holder == currentTaskID()
-  }
-
-  /// Stops a write to this container from inside one of its `read { }` closures on this
-  /// thread, at any depth of nested reads: the write would wait forever for that read.
-  /// Every path of a write that could wait asks, before it waits or is refused.
-  @usableFromInline func stopIfReading() {
-    guard sw_reading_contains(sync) else { return }
-    selfDeadlockFailure(
-      """
-      ThreadSafeSingleWriter: a write inside `read { }` on the same thread would wait \
-      forever for that read to end. Return what you need from the read, then write.
-      """)
-  }
-
-  /// Stops a wait for the writer that this thread itself holds up: from a closure write's
-  /// body or a served queue (marked in `checkoutThread`), from inside a write access
-  /// through a proxy, or from inside `read { }`. Proxies held outside an access are not
-  /// stopped: they may have gone to another thread, so their wait only warns.
-  @usableFromInline func stopIfWaitingForItself(_ me: UInt) {
-    if sw_uptr_load(checkoutThread) == scoped(me) {
-      selfDeadlockFailure(
-        """
-        ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
-        `await write` or a writeNext body), or inside an observer that a checkout's end is \
-        calling, on the same thread would wait forever for that write to end. Change the \
-        value you were given, or use writeNext to queue this write behind it.
-        """)
-    }
-    if isAccessing(me) {
-      selfDeadlockFailure(
-        """
-        ThreadSafeSingleWriter: withWriter inside a write access through a proxy (say a \
-        mutating method called through `proxy.write`) on the same thread would wait forever \
-        for that access to end. Write through the proxy, or call withWriter after the access.
-        """)
-    }
-    stopIfReading()
-  }
-
-  // MARK: Sleeping
-
-  /// Sleeps until the state word changes, if an access or a reader is still there to
-  /// wake this thread when it ends.
-  @usableFromInline func sleepWhileAccessed() {
-    guard let old = update({ $0.markWaiters() }) else { return }
-    sw_wait(state, old.raw | WriterWord.waiters)
-  }
 }

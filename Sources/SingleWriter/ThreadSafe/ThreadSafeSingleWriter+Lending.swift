@@ -1,0 +1,58 @@
+import SingleWriterAtomics
+
+extension ThreadSafeSingleWriter where Value: ~Copyable {
+  /// Lends the spare proxy to `body`. Returns `true` once the proxy is back, or `false`
+  /// if `body` kept it: that proxy now owns the checkout, until ARC releases it.
+  ///
+  /// A proxy that anything else still references, even weakly, is never lent again: a
+  /// reference kept from this closure must not become the live proxy of a later one.
+  ///
+  /// `inPlace`: the body is the calling thread's own `writeNext`, not one served for
+  /// another thread; only then is a kept proxy recorded as this thread's and task's.
+  @inlinable
+  func lend(_ body: (ThreadSafeWriterProxy<Value>) -> Void, inPlace: Bool) -> Bool {
+    if spare == nil { spare = ThreadSafeWriterProxy(lentBy: self) }
+    // Guaranteed, not retained: only the checkout holder, this thread, replaces `spare`.
+    let generation = lock.openLend()
+    Unmanaged.passUnretained(spare.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+      $0.generation = generation  // nobody else can reach the spare here
+      body($0)
+    }
+    if isSoleReference(&spare, wordIsReadable: refCountWordIsCached) {
+      // Another thread may have used the proxy and dropped it just now. Its last access
+      // ended with a release on the state word; acquire it, so that its accesses are
+      // ordered before this proxy's next lend even for tools that do not see ARC's atomics.
+      _ = sw_load_acquire(lock.state)
+      return true
+    }
+    // Someone else may use it from now on: hold their accesses while deciding.
+    lock.resolveLend(generation)
+    var taken = spare.take()
+    // The proxy's new role is set before `endLend`, whose release store publishes it to
+    // whichever thread frees the proxy.
+    if isKnownUniquelyReferenced(&taken) {
+      // Only weak or unowned references remain, and one may turn strong on another
+      // thread any moment: retire it. Its generation ends, so every access through it
+      // stops the program, and it keeps this container alive so that those accesses
+      // never touch freed memory.
+      taken.unsafelyUnwrapped.retire()
+      lock.endLend(generation, kept: false)
+      return true
+    }
+    // Kept, maybe for another thread. Recorded as this thread's, so that a `withWriter`
+    // on this thread warns if it waits for it. The gate goes first: once the lend ends, the
+    // proxy may end the checkout on any thread, and only this one may release the gate.
+    lock.openGateIfClosed()
+    if inPlace {
+      sw_uptr_store(lock.checkoutThread, sw_current_thread())
+      lock.recordHoldingTask()
+    } else {
+      // Kept by another thread's body: who holds it now is not known here, and a warning
+      // that named this thread or task would be false.
+      sw_uptr_store(lock.checkoutThread, 0)
+    }
+    taken.unsafelyUnwrapped.becomeOwner()
+    lock.endLend(generation, kept: true)
+    return false
+  }
+}

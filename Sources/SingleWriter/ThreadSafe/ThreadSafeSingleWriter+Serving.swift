@@ -1,0 +1,247 @@
+import SingleWriterAtomics
+
+// Serving the queue: entries arrive under the hand-off's lock, and the thread that ends
+// the checkout runs them in batches (see HandOff.swift and "How the hand-off works").
+extension ThreadSafeSingleWriter where Value: ~Copyable {
+  /// How many writes wait, leaving out cancelled tasks; for tests and diagnostics. Only
+  /// exact while no thread enqueues or runs the queue: it walks the holder's batch, which
+  /// only the holder may touch.
+  var pendingCount: Int {
+    func counts(_ entry: Pending) -> Bool {
+      switch entry {
+      case .write, .waiter: return true
+      case .asyncWrite(let waiter, _), .checkout(let waiter):
+        return waiter.current != .cancelled
+      }
+    }
+    var count = 0
+    pending.pointee.forEach { if counts($0) { count += 1 } }
+    lock.withHandOffLock { handOff.pointee.inbox.forEach { if counts($0) { count += 1 } } }
+    return count
+  }
+
+  /// Queues `entry` behind the checkout, at the back, or at the front for a task whose
+  /// turn came and that lost the writer to a running thread. If the checkout turned out
+  /// to be free, takes it and serves the queue here, so nothing is ever stranded.
+  ///
+  /// Under the hand-off's lock, only the first entry since the queue was last empty
+  /// touches the state word: it sets `queued`, taking a free checkout with it. The holder
+  /// clears `queued` under the same lock, only with the inbox empty, so an entry is either
+  /// seen by the holder's next batch or finds the checkout free and serves itself.
+  ///
+  /// A task's entry (`await write`, `checkout()`) is never chosen to take over serving:
+  /// its thread runs the task's enqueue, and must not serve others' writes before the task
+  /// has suspended. If it finds the checkout free, its own entry is the first to run.
+  @inlinable
+  func enqueue(_ entry: Pending, atFront: Bool = false) {
+    let me = sw_current_thread()
+    // Nor is a thread inside this container's `read { }`: the bodies it would serve write.
+    var mayServe: Bool
+    switch entry {
+    case .write, .waiter: mayServe = true
+    case .asyncWrite, .checkout: mayServe = false
+    }
+    if mayServe, sw_reading_depth() != 0, sw_reading_contains(lock.sync) { mayServe = false }
+    // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
+    // served body running here): this thread owes it when it ends the checkout.
+    let holding = sw_uptr_load(lock.checkoutThread) & ~1 == me
+    let (arrival, tookOver) = lock.withHandOffLock {
+      let arrival = handOff.pointee.arrive(
+        entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
+      let tookOver = arrival.setQueued && lock.markQueued()
+      if tookOver, case .checkout = entry {
+        handOff.pointee.takeOwnEntry()
+        ran &+= 1  // this thread holds the checkout now
+      }
+      return (arrival, tookOver)
+    }
+    // Thousands of writes wait while another thread runs them: writers outpace it. Give
+    // up the rest of this time slice (the call still returns without waiting), so that
+    // on a machine with fewer cores than writers that thread gets to run.
+    if arrival.yield { sw_yield_thread() }
+    if tookOver {
+      // A `checkout()` that took the free checkout holds it now: handed over directly.
+      if case .checkout(let waiter) = entry {
+        sw_uptr_store(lock.checkoutThread, 0)
+        if waiter.handOverUnclaimed() { return }
+      }
+      return finishCheckout(self)
+    }
+    if let successor = arrival.successor { takeOverServing(successor) }
+  }
+
+  /// This thread was chosen to take over serving from a thread that has served others
+  /// for long enough: waits for that server's batch to end, then serves. It waits about a
+  /// millisecond at most: a batch still running then may be waiting for this very thread
+  /// (a body that takes a lock this caller holds, or waits for it to queue), so it
+  /// withdraws and returns, and the server, which has not returned, serves on.
+  @usableFromInline
+  func takeOverServing(_ successor: Waiter) {
+    // Dismissed: the server stopped for another reason, and whoever ends that checkout
+    // serves.
+    let outcome = successor.waitOrWithdraw(after: HandOffPolicy.successorPatience)
+    guard outcome == .handedTheCheckout else { return }
+    finishCheckout(self)
+  }
+
+  /// Ends a closure write that `tryEndClosureWrite` could not end on its own.
+  ///
+  /// When the only reason was observers, one compare-and-exchange ends the write and the
+  /// checkout and clears `dirty`, and the hub is told afterwards: its versions are
+  /// counters and consumers read the newest value, so publishing after the release
+  /// loses nothing, and an observer that writes back finds the writer free.
+  @inlinable
+  func finishClosureWrite() {
+    if let (_, dirty) = lock.update({ $0.endObservedClosureWrite() }) {
+      if dirty { hub.publish() }
+      return
+    }
+    lock.releaseWriting()
+    finishCheckoutNow()
+  }
+
+  /// Ends a `writeNext` body's checkout whose proxy came back.
+  @inlinable @inline(__always)
+  func endLentCheckout() {
+    if !lock.tryEndCheckout() { finishCheckoutNow() }
+  }
+
+  /// The slow end of a checkout: serves the queue, publishing to observers, then frees
+  /// the writer, waking a parked `withWriter`. A checkout that ends inside this thread's
+  /// own queue run, for example in the `deinit` of a proxy kept by a queued write, is
+  /// handed back to that run.
+  @inlinable
+  func finishCheckoutNow() {
+    sw_uptr_store(lock.checkoutThread, 0)
+    let me = sw_current_thread()
+    switch lock.withHandOffLock({ handOff.pointee.checkoutEnded(on: me) }) {
+    case .handedBack:
+      // Back inside this thread's own run, which still holds the checkout: a wait for it
+      // from here (a `deinit` that calls `withWriter`, say) must stop with a message.
+      sw_uptr_store(lock.checkoutThread, scoped(me))
+    case .serve: serveQueue(me)
+    }
+  }
+
+  /// Runs queued writes in order while holding the checkout, until the queue is empty
+  /// (then frees the writer), a write keeps its proxy, a waiting `withWriter` is handed
+  /// the checkout, or a successor takes over. A loop, not recursion: a deep queue uses no
+  /// stack, and a checkout that ends inside it comes back to it (see `finishCheckoutNow`).
+  @inlinable
+  func serveQueue(_ me: UInt) {
+    // This thread runs the writes it queued while it held the checkout (and what is ahead
+    // of them), as documented. Everything else is its job for about a millisecond; past
+    // that, the next thread to queue one takes over (see `HandOff`).
+    var deadline = sw_monotonic_ns() &+ HandOffPolicy.servingSlice
+    var batches = 0
+    var run = 0
+    var lateInBatch = false
+    // Serving runs on this one thread: it holds the gate, so that a thread sleeping for the
+    // writer boosts it, and releases it before the checkout passes to any other thread.
+    lock.closeGateIfWanted()
+    while true {
+      if lock.word.isObserved {
+        // Observers run here, holding the checkout: waiting for it from one stops the
+        // program with a message instead of hanging.
+        sw_uptr_store(lock.checkoutThread, scoped(me))
+        publishIfDirty()
+        sw_uptr_store(lock.checkoutThread, 0)
+      }
+      if pending.pointee.isEmpty {
+        batches &+= 1
+        let late = batches > 1 && sw_monotonic_ns() > deadline
+        let (next, wake) = lock.withHandOffLock {
+          let next = handOff.pointee.nextBatch(into: &pending.pointee, late: late)
+          guard case .release = next else { return (next, false) }
+          assert(sw_uptr_load(lock.checkoutThread) != scoped(me), "a closure's mark outlived it")
+          lock.openGateIfClosed()
+          return (next, lock.release())
+        }
+        switch next {
+        case .run: break
+        case .release:
+          if wake { lock.unpark() }
+          return
+        case .handOver(let successor):
+          lock.openGateIfClosed()
+          if successor.grant() { return }
+          // It withdrew: it waited long enough, perhaps for a body of this run that waits
+          // for it. Serve on, and ask again only after another millisecond.
+          lock.closeGateIfWanted()
+          lock.withHandOffLock { handOff.pointee.serveOn(me) }
+          deadline = sw_monotonic_ns() &+ HandOffPolicy.servingSlice
+          batches = 0
+          continue
+        }
+      }
+      switch runNext(me) {
+      case .ran:
+        // Only now: the entry, and what its closure captured, has been released while
+        // this thread was still marked as the writer, so a `deinit` that waits for this
+        // container stops with a message instead of hanging.
+        sw_uptr_store(lock.checkoutThread, 0)
+        // A batch has no size bound (a backlog taken at once): past the millisecond, the
+        // rest of it goes to a successor too, with the checkout, once what is owed ran.
+        // The clock is read every few entries; once late, after every entry, since a
+        // successor waits only about a millisecond and bodies may be slow.
+        run &+= 1
+        if !pending.pointee.isEmpty, lateInBatch || run % HandOffPolicy.entriesPerClockRead == 0,
+          sw_monotonic_ns() > deadline
+        {
+          lateInBatch = true
+          if let successor = lock.withHandOffLock({ handOff.pointee.midBatch(ran: ran) }) {
+            lock.openGateIfClosed()
+            if successor.grant() { return }
+            lock.closeGateIfWanted()
+            lock.withHandOffLock { handOff.pointee.serveOn(me) }
+            deadline = sw_monotonic_ns() &+ HandOffPolicy.servingSlice
+            lateInBatch = false
+          }
+        }
+      case .handedOff:
+        return
+      case .kept:
+        // The write kept its proxy. Its closure is gone now, and with it maybe the
+        // proxy's last holder: if that ended the checkout on this thread, it was handed
+        // back (see `finishCheckoutNow`), and the run goes on.
+        let (goesOn, dismissed) = lock.withHandOffLock { handOff.pointee.proxyKept(by: me) }
+        dismissed?.grant(checkout: false)
+        guard goesOn else { return }
+        // Handed back, and the closure is gone: drop the mark `finishCheckoutNow` set for
+        // its release, as after any entry. Left set, it outlived the run, and a later
+        // `withWriter` on this thread, finding the writer busy, took itself for its holder.
+        sw_uptr_store(lock.checkoutThread, 0)
+        lock.closeGateIfWanted()  // released when the proxy was kept; see `lend`
+      }
+    }
+  }
+
+  /// What running one queued entry did with the checkout.
+  @usableFromInline
+  enum Served { case ran, kept, handedOff }
+
+  /// Runs the oldest pending entry. The entry is released before this returns.
+  @inlinable
+  func runNext(_ me: UInt) -> Served {
+    ran &+= 1
+    sw_uptr_store(lock.checkoutThread, scoped(me))
+    switch pending.pointee.popFirst().unsafelyUnwrapped {
+    case .write(let body):
+      return lend(body, inPlace: false) ? .ran : .kept
+    case .asyncWrite(let waiter, let job):
+      runAsyncWrite(waiter, job)
+      return .ran
+    case .checkout(let waiter):
+      return offerCheckout(to: waiter, me) ? .handedOff : .ran
+    case .waiter(let waiter):
+      // `queued` stays set while entries remain, so that the waiter's end serves them.
+      let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
+      dismissed?.grant(checkout: false)
+      // Not this thread's any more: it may call withWriter again before the waiter runs.
+      sw_uptr_store(lock.checkoutThread, 0)
+      lock.openGateIfClosed()
+      waiter.grant()
+      return .handedOff
+    }
+  }
+}

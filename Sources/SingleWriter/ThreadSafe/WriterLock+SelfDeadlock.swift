@@ -1,0 +1,62 @@
+import SingleWriterAtomics
+
+extension WriterLock {
+  /// Whether this thread holds a write access (a closure write's body, or an access
+  /// through a proxy) that a wait for the writer or the value would wait behind.
+  ///
+  /// An access begun on this thread may be another task's, suspended across an `await`
+  /// (an async mutating method called through `proxy.write`): a wait for it ends when
+  /// that task resumes. A proxy taken in a task names that task, so only an access of
+  /// this task's, or of no task's, is this thread's own.
+  @usableFromInline func isAccessing(_ me: UInt) -> Bool {
+    guard sw_uptr_load(writingThread) == me, word.isWriting else { return false }
+    let holder = sw_uptr_load(checkoutTask)
+    return holder == 0 || holder == sw_current_task()
+  }
+
+  /// Stops a write to this container from inside one of its `read { }` closures on this
+  /// thread, at any depth of nested reads: the write would wait forever for that read.
+  /// Every path of a write that could wait asks, before it waits or is refused.
+  @usableFromInline func stopIfReading() {
+    guard sw_reading_contains(sync) else { return }
+    selfDeadlockFailure(
+      """
+      ThreadSafeSingleWriter: a write inside `read { }` on the same thread would wait \
+      forever for that read to end. Return what you need from the read, then write.
+      """)
+  }
+
+  /// Stops a wait for the writer that this thread itself holds up: from a closure write's
+  /// body or a served queue (marked in `checkoutThread`), from inside a write access
+  /// through a proxy, or from inside `read { }`. Proxies held outside an access are not
+  /// stopped: they may have gone to another thread, so their wait only warns.
+  @usableFromInline func stopIfWaitingForItself(_ me: UInt) {
+    if sw_uptr_load(checkoutThread) == scoped(me) {
+      selfDeadlockFailure(
+        """
+        ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
+        `await write` or a writeNext body), or inside an observer that a checkout's end is \
+        calling, on the same thread would wait forever for that write to end. Change the \
+        value you were given, or use writeNext to queue this write behind it.
+        """)
+    }
+    if isAccessing(me) {
+      selfDeadlockFailure(
+        """
+        ThreadSafeSingleWriter: withWriter inside a write access through a proxy (say a \
+        mutating method called through `proxy.write`) on the same thread would wait forever \
+        for that access to end. Write through the proxy, or call withWriter after the access.
+        """)
+    }
+    stopIfReading()
+  }
+
+  // MARK: Sleeping
+
+  /// Sleeps until the state word changes, if an access or a reader is still there to
+  /// wake this thread when it ends.
+  @usableFromInline func sleepWhileAccessed() {
+    guard let old = update({ $0.markWaiters() }) else { return }
+    sw_wait(state, old.raw | WriterWord.waiters)
+  }
+}
