@@ -9,13 +9,14 @@ enum Lease: UInt8 {
   case owning
 }
 
-/// Stops on a write through an idle proxy. `fatalError`, not `precondition`, so the
-/// message survives release builds; out of line to keep the accessors small.
+/// Stops on a write through a proxy whose checkout has ended, naming the proxy's type.
+/// `fatalError`, not `precondition`, so the message survives release builds; out of line
+/// to keep the accessors small.
 @usableFromInline @inline(never)
-func staleProxyFailure() -> Never {
+func staleProxyFailure(_ proxy: StaticString = "WriterProxy") -> Never {
   fatalError(
     """
-    write through a WriterProxy whose checkout has ended: a proxy passed to writeNext \
+    write through a \(proxy) whose checkout has ended: a proxy passed to writeNext \
     is only valid inside the closure, unless the closure keeps a strong reference to it
     """
   )

@@ -29,7 +29,7 @@ public final class SingleWriter<Value> {
   // Memory behind a pointer may be touched by any call, so every access stays in place.
   // This is a separate hazard from the one `_fixLifetime` guards against in the proxy's
   // accessors: with that fix in and these as stored properties, release tests still lose
-  // queued writes (checked on 2026-11-23).
+  // queued writes.
   // Exclusivity is proved by the design rather than checked: the type is confined to one
   // thread, and each access is a short load or store.
   @usableFromInline let book: UnsafeMutablePointer<Bookkeeping>

@@ -5,7 +5,8 @@ import SingleWriterAtomics
 /// The same rules hold: any code can ``read``, only one ``ThreadSafeWriterProxy`` is
 /// alive at a time, and ``writeNext(_:)`` queues writes FIFO, never losing one. On
 /// top, ``withWriter(_:)`` waits for the writer, and ``tryWrite(_:)`` writes only if
-/// the writer is free; neither allocates.
+/// the writer is free. Neither allocates, unless `withWriter` has waited long enough to
+/// queue for its turn.
 ///
 /// ```swift
 /// let hits = ThreadSafeSingleWriter(value: 0)

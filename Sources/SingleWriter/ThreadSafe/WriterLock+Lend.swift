@@ -59,7 +59,7 @@ extension WriterLock {
       }
       word = lend
     }
-    if word.admits(generation) == .stale { staleProxyFailure() }
+    if word.admits(generation) == .stale { staleProxyFailure("ThreadSafeWriterProxy") }
   }
 
   /// `markSleepers`, from `word` as seen: `false`, with `word` updated, if it changed.

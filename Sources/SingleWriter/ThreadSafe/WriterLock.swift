@@ -235,7 +235,7 @@ struct WriterLock {
         sw_uptr_store(writingThread, me)
         sw_seq_begin_write(sequence)
         return
-      case .stale: staleProxyFailure()
+      case .stale: staleProxyFailure("ThreadSafeWriterProxy")
       case .wait:
         stopIfReading()
         if isAccessing(me) {

@@ -1,5 +1,6 @@
-// The synchronization state of one ThreadSafeSingleWriter, in one allocation, and the
-// pointer-sized atomics its lock-free queue of pending writes needs.
+// The synchronization state of one ThreadSafeSingleWriter, in one allocation: the state
+// word, the hand-off's lock, and the side words that can be neither a bit of the word
+// nor guarded by the lock.
 
 #ifndef SW_WRITER_H
 #define SW_WRITER_H
