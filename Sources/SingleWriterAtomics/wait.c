@@ -265,6 +265,12 @@ static bool sw_block(sw_atomic_u32 *a, uint32_t expected, int64_t nanoseconds) {
 #endif
 }
 
+/// The one tuning this layer owns (the Swift side's are in HandOffPolicy.swift): how many
+/// pauses `sw_wait` spins before it sleeps. Its callers wait for a few-instruction
+/// critical section (a lend being resolved, a claimed checkout being handed over), which
+/// usually ends within that, sparing a system call on each side.
+enum { SW_WAIT_SPINS = 100 };
+
 void sw_wait(sw_atomic_u32 *a, uint32_t expected) {
 #if defined(SINGLEWRITER_SCHED)
   if (sw_sched_registered()) {
@@ -272,8 +278,7 @@ void sw_wait(sw_atomic_u32 *a, uint32_t expected) {
     return;
   }
 #endif
-  // Most waits here are for a few-instruction critical section: spin first.
-  for (int i = 0; i < 100; i++) {
+  for (int i = 0; i < SW_WAIT_SPINS; i++) {
     if (sw_load_relaxed(a) != expected) return;
     sw_yield_cpu();
   }

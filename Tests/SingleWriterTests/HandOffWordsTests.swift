@@ -33,9 +33,10 @@ import Testing
 
   enum LendEvent: CaseIterable { case open, resolve, markSleepers, endKept, endRetired }
 
+  /// `open` has its precondition checked here, as the lender's protocol guarantees it.
   static func apply(_ event: LendEvent, to word: LendWord) -> (LendWord, wake: Bool)? {
     switch event {
-    case .open: word.opened().map { ($0, false) }
+    case .open: word.isResolving ? nil : (word.opened(), false)
     case .resolve: word.resolved().map { ($0, false) }
     case .markSleepers: word.withSleepers().map { ($0, false) }
     case .endKept: word.ended(kept: true)

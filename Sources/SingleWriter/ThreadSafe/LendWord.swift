@@ -36,9 +36,11 @@ struct LendWord: Equatable, Sendable, CustomStringConvertible {
 
   // MARK: Transitions
 
-  /// `open`: the holder starts a lend. Needs no lend being resolved.
-  @inlinable func opened() -> LendWord? {
-    isResolving ? nil : LendWord(current: generation &+ 1)
+  /// `open`: the holder starts a lend. Needs no lend being resolved, which only the
+  /// holder starts and every lend ends before the next opens.
+  @inlinable func opened() -> LendWord {
+    assert(!isResolving, "\(self) opened")
+    return LendWord(current: generation &+ 1)
   }
 
   /// `resolve`: the body returned and someone else references the proxy.

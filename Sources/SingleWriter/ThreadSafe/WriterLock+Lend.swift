@@ -12,7 +12,7 @@ extension WriterLock {
   /// Starts a new `writeNext` lend: a fresh generation, which only the proxy lent now
   /// carries. Only the checkout holder calls it.
   @inlinable @inline(__always) func openLend() -> UInt32 {
-    let opened = LendWord(raw: sw_load_relaxed(lendWord)).opened().unsafelyUnwrapped
+    let opened = LendWord(raw: sw_load_relaxed(lendWord)).opened()
     sw_store_release(lendWord, opened.raw)
     return opened.generation
   }
@@ -38,7 +38,9 @@ extension WriterLock {
   /// Stops an access through a lent proxy whose lend is over: `generation` is the one the
   /// proxy was lent with, 0 for proxies that own their checkout from the start.
   @inlinable @inline(__always) func checkLend(_ generation: UInt32) {
-    guard generation != 0, lend.admits(generation) != .go else { return }
+    // One comparison with the word of that lend, current and clean: `admits` says `go`.
+    guard generation != 0, sw_load_acquire(lendWord) != LendWord(current: generation).raw
+    else { return }
     checkLendSlow(generation)
   }
 
