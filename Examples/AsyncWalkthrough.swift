@@ -24,7 +24,7 @@ func asyncWalkthrough() async {
   let queued = Task { await session.write { $0.requests += 1 } }
   proxy!.write.user = "sally"
   print("user while the checkout is held: \(session.read.user)")  // sally
-  proxy = nil  // released: the queued write runs now
+  proxy = nil  // released here at the latest: the queued write then runs
   await queued.value
   for _ in 0..<2 { await session.write { $0.requests += 1 } }
   print("requests: \(session.read.requests)")  // 3

@@ -102,14 +102,20 @@ struct Profile {
   var visits: [String]
 }
 
-@MainActor let profile = SingleWriter(value: Profile(name: "Default", visits: []))
+@MainActor enum Model {
+  static let profile = SingleWriter(value: Profile(name: "Default", visits: []))
+}
+
+@MainActor let profile = Model.profile
 
 @MainActor func renameAndVisit() {
-  var writer = profile.writer  // a proxy, or nil while another one is alive
-  writer?.write.name = "Joe"  // in place: `visits` is not copied
-  profile.writer?.write.name = "Sally"  // nil: no effect
-  profile.writeNext { $0.write.visits.append("home") }  // queued
-  writer = nil  // released: the queued write runs now
+  let profile = Model.profile
+  guard let writer = profile.writer else { return }  // nil while another is alive
+  writer.write.name = "Joe"  // in place: `visits` is not copied
+  withExtendedLifetime(writer) {  // the checkout is out at least until here
+    profile.writer?.write.name = "Sally"  // nil: no effect
+    profile.writeNext { $0.write.visits.append("home") }  // queued
+  }  // released after its last use: the queued write runs then
   print(profile.read.name, profile.read.visits)  // Joe ["home"]
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks README.md as a newcomer meets it:
-# - every Swift block but the Install one compiles as written, in Swift 6 mode, each as a
-#   file of its own module in a scratch package that depends on this checkout, with no
-#   warning;
+# - every Swift block but the Install one compiles as written, in Swift 6 mode, with no
+#   warning, twice: as a file of a library module of its own, and as the `main.swift` of
+#   an executable (what `swift package init --type executable` gives a newcomer), each in a
+#   scratch package that depends on this checkout;
 # - the Install block's dependency resolves with the README's own requirement, against a
 #   git copy of the committed checkout (so run it on committed work, as CI does).
 # Writes nothing into the repository: the scratch packages live in a temporary directory.
@@ -28,11 +29,14 @@ if not requirement:
     sys.exit("README.md: the Install block's .package(url:) line has no requirement")
 (work / "requirement").write_text(requirement.group(1))
 for index, snippet in enumerate(snippets, 1):
-    folder = work / "readme" / f"Snippet{index}"
-    folder.mkdir(parents=True)
-    (folder / "Snippet.swift").write_text(snippet)
+    for kind, file in (("Snippet", "Snippet.swift"), ("SnippetMain", "main.swift")):
+        folder = work / "readme" / f"{kind}{index}"
+        folder.mkdir(parents=True)
+        (folder / file).write_text(snippet)
+dependency = '[.product(name: "SingleWriter", package: "SingleWriter")]'
 targets = ",\n".join(
-    f'    .target(name: "Snippet{i}", dependencies: [.product(name: "SingleWriter", package: "SingleWriter")], path: "Snippet{i}")'
+    f'    .target(name: "Snippet{i}", dependencies: {dependency}, path: "Snippet{i}"),\n'
+    f'    .executableTarget(name: "SnippetMain{i}", dependencies: {dependency}, path: "SnippetMain{i}")'
     for i in range(1, len(snippets) + 1))
 (work / "readme" / "Package.swift").write_text(f"""// swift-tools-version:6.0
 import PackageDescription
@@ -46,7 +50,7 @@ let package = Package(
   swiftLanguageModes: [.v6]
 )
 """)
-print(f"README.md: {len(snippets)} snippets")
+print(f"README.md: {len(snippets)} snippets, each as a library file and as main.swift")
 EOF
 
 echo "compiling the README's snippets"

@@ -53,6 +53,29 @@ struct CopyCounted: @unchecked Sendable {
     #expect(box.read.count == 100_000)
   }
 
+  /// The form the docs show for holding a checkout up to a point: a proxy pinned with
+  /// `withExtendedLifetime` keeps the checkout out, in release builds too, where ARC may
+  /// otherwise release it right after its last use; once the pin ends, the queued write
+  /// has run.
+  @Test func aPinnedProxyHoldsTheCheckoutUpToThePin() {
+    let plain = SingleWriter(value: 0)
+    let shared = ThreadSafeSingleWriter(value: 0)
+    if let held = plain.writer, let heldShared = shared.writer {
+      held.write = 1
+      heldShared.write = 1
+      withExtendedLifetime((held, heldShared)) {
+        #expect(plain.writer == nil)
+        #expect(shared.writer == nil)
+        plain.writeNext { $0.write = 2 }
+        shared.writeNext { $0.write = 2 }
+        #expect(plain.read == 1)
+        #expect(shared.read == 1)
+      }
+    }
+    #expect(plain.read == 2)
+    #expect(shared.read == 2)
+  }
+
   @Test func aProxyKeepsItsContainerAlive() {
     weak var weakBox: SingleWriter<[Int]>?
     var proxy: WriterProxy<[Int]>?

@@ -9,11 +9,13 @@
 /// struct User { var name: String; var id: Int }
 /// let currentUser = SingleWriter(value: User(name: "Default", id: 0))
 ///
-/// var held = currentUser.writer        // checked out
-/// held?.write.name = "Joe"
-/// currentUser.writer?.write.name = "Sally"  // nil: no effect
-/// currentUser.writeNext { $0.write.name = "Bobo" }  // queued
-/// held = nil                           // released: "Bobo" runs now
+/// if let held = currentUser.writer {  // checked out until ARC releases it
+///   held.write.name = "Joe"
+///   withExtendedLifetime(held) {  // still checked out here
+///     currentUser.writer?.write.name = "Sally"  // nil: no effect
+///     currentUser.writeNext { $0.write.name = "Bobo" }  // queued
+///   }
+/// }  // released after its last use: "Bobo" has run
 /// ```
 ///
 /// `SingleWriter` is for one thread or one actor: it does no synchronization, so reads
@@ -139,8 +141,10 @@ public final class SingleWriter<Value> {
 
   /// A proxy for writing, or `nil` while another proxy is alive or writes are queued.
   ///
-  /// The checkout lasts as long as the proxy does: hold it to keep every other
-  /// writer out, drop it to let the next queued write run.
+  /// The checkout lasts until ARC releases the proxy: hold it to keep every other
+  /// writer out, drop it to let the next queued write run. In an optimized build ARC may
+  /// release it right after its last use, earlier than its variable's scope ends; pin it
+  /// with `withExtendedLifetime` to hold the checkout up to a point.
   ///
   /// ```swift
   /// if let writer = settings.writer {

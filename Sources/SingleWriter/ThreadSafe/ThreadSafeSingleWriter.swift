@@ -18,8 +18,9 @@ import SingleWriterAtomics
 /// // hits.read == 1_000
 /// ```
 ///
-/// A checkout is a flag, taken with one compare-and-exchange, and held as long as the
-/// proxy lives. The value itself has a short lock of its own, in the same atomic word,
+/// A checkout is a flag, taken with one compare-and-exchange, and held until ARC
+/// releases the proxy (in an optimized build, possibly right after its last use; pin it
+/// with `withExtendedLifetime` to hold it up to a point). The value itself has a short lock of its own, in the same atomic word,
 /// held only for the duration of each read or write access, so ``read`` never waits
 /// for a checkout to end, always sees whole writes, and sees writes through a held
 /// proxy at once. That holds inside a `writeNext` body too: the body holds the
