@@ -241,16 +241,3 @@ final class ChangeHub: @unchecked Sendable {
     }
   }
 }
-
-/// Tells the Observation module that a tracked container changed. Not generic and not
-/// availability-gated, so the hub can hold one on every OS the package supports.
-@usableFromInline
-protocol ChangeNotifier: AnyObject, Sendable {
-  func notifyChange()
-}
-
-/// A container's value, kept by its hub after the container is gone.
-final class LastValue<Value> {
-  let value: Value
-  init(_ value: Value) { self.value = value }
-}
