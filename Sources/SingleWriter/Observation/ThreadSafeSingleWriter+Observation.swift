@@ -1,5 +1,4 @@
 import Observation
-import SingleWriterAtomics
 
 // Observing a ThreadSafeSingleWriter: `changes()` streams, and Observation-module
 // tracking through `trackedRead`. Both hang off the container's `ChangeHub`; the
@@ -233,7 +232,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// The container's tracker, installed by the first tracked read.
   @inlinable
   var tracker: ObservationTracker<ThreadSafeSingleWriter<Value>, Value> {
-    if sw_load_acquire(hub.word) & ChangeHub.tracked == 0 { installTracker() }
+    if !hub.isTracked { installTracker() }
     return unsafeDowncast(
       hub.notifier.unsafelyUnwrapped as AnyObject,
       to: ObservationTracker<ThreadSafeSingleWriter<Value>, Value>.self)
