@@ -1,4 +1,4 @@
-/// The iteration shared by both containers' `Changes` sequences.
+/// The iteration behind ``ChangeStream``, both containers' `Changes`.
 ///
 /// It ends, returning `nil` from then on, in three cases. The task is cancelled: at
 /// once, even with a newer value waiting, as AsyncChannel's and the buffers' iterators
