@@ -45,7 +45,9 @@ import Testing
     hub.close(keeping: 0)
     for sleeper in sleepers { await sleeper.value }
     #expect(hub.isClosed)
+    #expect(!hub.current.isWaiting, "closing leaves nothing waiting")
     await hub.waitForChange(after: seen, id: first)  // closed: returns at once
+    #expect(!hub.current.isWaiting, "nobody sleeps on a closed hub")
   }
 
   @Test func closingKeepsTheLastValueOnlyForASubscription() {

@@ -79,4 +79,17 @@ struct TypedFailure: Error {}
     #expect(catalog.read { $0["apple"] } == 3)
     #expect(catalog.read { $0.count } == 2)
   }
+
+  @Test func bothContainersStreamsKeepTheirNames() async {
+    let shared = ThreadSafeSingleWriter(value: 1)
+    let stream: ThreadSafeSingleWriter<Int>.Changes<Int> = shared.changes()
+    requireSendable(stream)  // the thread-safe container's stream crosses tasks
+    #expect(await Task { await stream.first { _ in true } }.value == 1)
+    let plain = SingleWriter(value: 2)
+    let local: SingleWriter<Int>.Changes<Int> = plain.changes()
+    var iterator: SingleWriter<Int>.Changes<Int>.Iterator = local.makeAsyncIterator()
+    #expect(await iterator.next() == 2)
+  }
 }
+
+func requireSendable<T: Sendable>(_: T) {}

@@ -15,7 +15,7 @@ final class ChangeHub: @unchecked Sendable {
   // under `mutex`, except `notifier`, written once under `mutex` before the `tracked` bit
   // is set with release ordering, and read only after that bit is seen with acquire.
 
-  /// `version << versionShift | snapshotWanted | closed | tracked | waiting`.
+  /// A ``ChangeHubWord``: the version and the flags. Written only by the driver below.
   @usableFromInline let word: UnsafeMutablePointer<sw_atomic_u32>
   /// Guards the fields below and orders sleepers against publishers.
   let mutex: UnsafeMutablePointer<sw_mutex>
@@ -43,19 +43,6 @@ final class ChangeHub: @unchecked Sendable {
   /// the value it last delivered was read, so that it never goes back to an older value.
   var snapshotCount: UInt64 = 0
 
-  /// A consumer sleeps in `sleepers`.
-  @inlinable static var waiting: UInt32 { 1 }
-  /// The Observation module tracks this container: every publication notifies it.
-  @inlinable static var tracked: UInt32 { 2 }
-  /// The container is gone: no more publications.
-  @inlinable static var closed: UInt32 { 4 }
-  /// A consumer found the value half done: the next checkout end keeps a snapshot.
-  @inlinable static var snapshotWanted: UInt32 { 8 }
-  @inlinable static var versionShift: UInt32 { 4 }
-  /// One publication. The version wraps after 2^28 of them; consumers only compare it for
-  /// equality, so a wrap is missed only if exactly that many happen while one looks away.
-  @inlinable static var versionStep: UInt32 { 1 << versionShift }
-
   @usableFromInline init() {
     word = .allocate(capacity: 1)
     word.initialize(to: sw_atomic_u32())
@@ -68,38 +55,108 @@ final class ChangeHub: @unchecked Sendable {
     mutex.deallocate()
   }
 
-  /// The current version, with acquire ordering: values written before it was published
+  // MARK: The word's driver
+  //
+  // The only code that writes `word`: each event is a transition of `ChangeHubWord`.
+
+  /// The word now, with acquire ordering: values written before its version was published
   /// are visible to a read that follows.
-  @inlinable var version: UInt32 { sw_load_acquire(word) >> Self.versionShift }
+  @inlinable var current: ChangeHubWord { ChangeHubWord(raw: sw_load_acquire(word)) }
+
+  /// Applies a blind event with one atomic read-modify-write, `change`, and returns the
+  /// word it replaced. Debug builds check that `transition` allows that word and makes
+  /// from it the word `change` made, a legal one.
+  @inlinable @inline(__always) @discardableResult
+  func apply(
+    _ change: ChangeHubWord.Change, _ transition: (ChangeHubWord) -> ChangeHubWord?
+  ) -> ChangeHubWord {
+    let old: UInt32
+    switch change {
+    case .add(let amount): old = sw_fetch_add(word, amount)
+    case .insert(let bits): old = sw_fetch_or(word, bits)
+    case .remove(let bits): old = sw_fetch_and(word, ~bits)
+    }
+    let replaced = ChangeHubWord(raw: old)
+    assert(Self.check(replaced, change, transition))
+    return replaced
+  }
+
+  /// `apply` for a hub whose word only one isolation domain writes: a ``SingleWriter``'s,
+  /// whose consumers iterate where the container lives (its stream is not `Sendable`).
+  /// A load and a store instead of a read-modify-write; only cancellation runs elsewhere,
+  /// and it touches `sleepers` under `mutex`, never `word`.
+  @inlinable @inline(__always)
+  func applyConfined(
+    _ change: ChangeHubWord.Change, _ transition: (ChangeHubWord) -> ChangeHubWord?
+  ) -> ChangeHubWord {
+    let replaced = ChangeHubWord(raw: sw_load_relaxed(word))
+    sw_store_release(word, replaced.applying(change).raw)
+    assert(Self.check(replaced, change, transition))
+    return replaced
+  }
+
+  /// Applies `transition` with a compare-and-exchange until it sticks, or until it
+  /// returns `nil` in the word it finds. Returns the word it replaced. The only
+  /// compare-and-exchange on `word`; debug builds check every new word.
+  @discardableResult
+  func update(_ transition: (ChangeHubWord) -> ChangeHubWord?) -> ChangeHubWord? {
+    var old = ChangeHubWord(raw: sw_load_relaxed(word))
+    while let new = transition(old) {
+      assert(new.invariantViolation == nil, "\(old) -> \(new): \(new.invariantViolation!)")
+      let found = sw_cas_value(word, old.raw, new.raw)
+      if found == old.raw { return old }
+      old.raw = found
+    }
+    return nil
+  }
+
+  /// Whether a blind event's `change` of `replaced` is the one its `transition` allows,
+  /// and legal; stops the program with the word if not.
+  @usableFromInline static func check(
+    _ replaced: ChangeHubWord, _ change: ChangeHubWord.Change,
+    _ transition: (ChangeHubWord) -> ChangeHubWord?
+  ) -> Bool {
+    let new = replaced.applying(change)
+    guard let expected = transition(replaced) else {
+      preconditionFailure("\(change) cannot happen in \(replaced)")
+    }
+    precondition(expected == new, "\(replaced) -> \(new), not \(expected)")
+    if let violation = new.invariantViolation {
+      preconditionFailure("\(replaced) -> \(new): \(violation)")
+    }
+    return true
+  }
+
+  // MARK: Publications
+
+  /// The current version: values written before it was published are visible to a read
+  /// that follows.
+  @inlinable var version: UInt32 { current.version }
 
   /// Announces one changing checkout: a version bump, and the slow path only if someone
   /// sleeps or the Observation module tracks the container.
   @inlinable func publish() {
-    let old = sw_fetch_add(word, Self.versionStep)
-    if old & (Self.waiting | Self.tracked) != 0 { publishSlow(old) }
+    let old = apply(ChangeHubWord.publication) { $0.publish() }
+    if old.publicationIsSlow { publishSlow(old) }
   }
 
-  /// `publish` for a hub whose word only one isolation domain changes: a ``SingleWriter``'s,
-  /// whose consumers iterate where the container lives (its stream is not `Sendable`).
-  /// A load and a store instead of a read-modify-write; only cancellation runs elsewhere,
-  /// and it touches `sleepers` under `mutex`, never `word`.
+  /// `publish` for a ``SingleWriter``'s hub, through `applyConfined`.
   @inlinable func publishConfined() {
-    let old = sw_load_relaxed(word)
-    sw_store_release(word, old &+ Self.versionStep)
-    if old & (Self.waiting | Self.tracked) != 0 { publishSlow(old) }
+    let old = applyConfined(ChangeHubWord.publication) { $0.publish() }
+    if old.publicationIsSlow { publishSlow(old) }
   }
 
-  @usableFromInline func publishSlow(_ old: UInt32) {
+  @usableFromInline func publishSlow(_ old: ChangeHubWord) {
     // Outside `mutex`: an onChange handler may subscribe or read this container.
-    if old & Self.tracked != 0 { notifier.unsafelyUnwrapped.notifyChange() }
-    if old & Self.waiting != 0 { wakeSleepers() }
+    if old.isTracked { notifier.unsafelyUnwrapped.notifyChange() }
+    if old.isWaiting { wakeSleepers() }
   }
 
   /// Resumes every sleeper. Under `mutex`, so a sleeper that registered before the
   /// version bump is found; resuming only schedules the task, it never runs it here.
   func wakeSleepers() {
     sw_mutex_lock(mutex)
-    sw_fetch_and(word, ~Self.waiting)
+    apply(ChangeHubWord.wakeUp) { $0.wake() }
     for sleeper in sleepers { sleeper.continuation.resume() }
     wakeCount += sleepers.count
     sleepers.removeAll(keepingCapacity: true)
@@ -123,13 +180,14 @@ final class ChangeHub: @unchecked Sendable {
   private func closeKeeping(_ keep: () -> AnyObject?) {
     sw_mutex_lock(mutex)
     if subscriptions != 0 { lastValue = keep() }
-    sw_fetch_or(word, Self.closed)
+    let closed = update { $0.close() }
+    assert(closed != nil, "closed twice")
     for sleeper in sleepers { sleeper.continuation.resume() }
     sleepers.removeAll()
     sw_mutex_unlock(mutex)
   }
 
-  var isClosed: Bool { sw_load_acquire(word) & Self.closed != 0 }
+  var isClosed: Bool { current.isClosed }
 
   /// The value `close` kept, or `nil` if the container lives or nobody subscribed.
   func lastValue<Value>(of type: Value.Type) -> Value? {
@@ -140,20 +198,19 @@ final class ChangeHub: @unchecked Sendable {
 
   /// Whether a consumer waits for a snapshot; the checkout's holder looks before it
   /// publishes.
-  @inlinable var wantsSnapshot: Bool { sw_load_relaxed(word) & Self.snapshotWanted != 0 }
+  @inlinable var wantsSnapshot: Bool { ChangeHubWord(raw: sw_load_relaxed(word)).wantsSnapshot }
 
   /// A consumer found the value half done, and every checkout may be, in a stream of them:
   /// asks the next checkout end to keep a copy.
-  func wantSnapshot() { sw_fetch_or(word, Self.snapshotWanted) }
+  func wantSnapshot() { update { $0.wantSnapshot() } }
 
   /// The holder of a checkout that is ending, before it publishes: keeps `make()`'s copy
   /// of the value as the version that publication makes.
   func keepSnapshot(_ make: () -> AnyObject?) {
     withLock {
       snapshot = make()
-      snapshotVersion = (version &+ 1) & (UInt32.max >> Self.versionShift)
+      snapshotVersion = apply(ChangeHubWord.snapshotKept) { $0.keepSnapshot() }.nextVersion
       snapshotCount &+= 1
-      sw_fetch_and(word, ~Self.snapshotWanted)
     }
   }
 
@@ -203,11 +260,10 @@ final class ChangeHub: @unchecked Sendable {
     await withTaskCancellationHandler {
       await withUnsafeContinuation(isolation: isolation) { continuation in
         sw_mutex_lock(mutex)
-        // `waiting` set with one atomic that also returns the version: a publication
+        // `waiting` set with one atomic that also checks the version: a publication
         // either came before it (we see the new version and do not sleep) or after it
         // (it sees `waiting` and takes `mutex`, which we hold until we are listed).
-        let old = sw_fetch_or(word, Self.waiting)
-        if old >> Self.versionShift != seen || old & Self.closed != 0 || Task.isCancelled {
+        if Task.isCancelled || update({ $0.sleep(after: seen) }) == nil {
           sw_mutex_unlock(mutex)
           continuation.resume()
           return
@@ -228,6 +284,10 @@ final class ChangeHub: @unchecked Sendable {
 
   // MARK: Observation module
 
+  /// Whether the Observation module tracks the container, with acquire ordering: if so,
+  /// `notifier` is installed.
+  @inlinable var isTracked: Bool { current.isTracked }
+
   /// Installs `make()`'s notifier on the first call: runs `markObserved`, so the
   /// container's writes mark themselves dirty, and only then sets `tracked`, so no
   /// tracked read can happen before its container publishes.
@@ -237,20 +297,7 @@ final class ChangeHub: @unchecked Sendable {
       guard notifier == nil else { return }
       notifier = make()
       markObserved()
-      sw_fetch_or(word, Self.tracked)
+      apply(ChangeHubWord.tracking) { $0.track() }
     }
   }
-}
-
-/// Tells the Observation module that a tracked container changed. Not generic and not
-/// availability-gated, so the hub can hold one on every OS the package supports.
-@usableFromInline
-protocol ChangeNotifier: AnyObject, Sendable {
-  func notifyChange()
-}
-
-/// A container's value, kept by its hub after the container is gone.
-final class LastValue<Value> {
-  let value: Value
-  init(_ value: Value) { self.value = value }
 }

@@ -135,33 +135,7 @@ extension SingleWriter {
   /// Not `Sendable`, like its container: iterate it in the isolation the container
   /// lives in. An iterator ends when its task is cancelled, or after the container's
   /// final value once the container is freed; see `changes()`.
-  public struct Changes<Element>: AsyncSequence {
-    public typealias Failure = Never
-    @usableFromInline let subscription: ChangeSubscription<Element>
-
-    init(_ subscription: ChangeSubscription<Element>) { self.subscription = subscription }
-
-    public func makeAsyncIterator() -> Iterator { Iterator(cursor: ChangeCursor(subscription)) }
-
-    /// Reads the newest value each time it is resumed.
-    public struct Iterator: AsyncIteratorProtocol {
-      public typealias Failure = Never
-      @usableFromInline var cursor: ChangeCursor<Element>
-
-      init(cursor: ChangeCursor<Element>) { self.cursor = cursor }
-
-      /// The next value, or `nil` once the container is gone and its final value
-      /// delivered, or the task is cancelled.
-      public mutating func next() async -> Element? {
-        await cursor.next(isolation: nil)
-      }
-
-      /// The next value, resuming in the caller's isolation: no hop to another executor.
-      public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-        await cursor.next(isolation: actor)
-      }
-    }
-  }
+  public typealias Changes<Element> = ChangeStream<SingleWriter<Value>, Element>
 }
 
 extension SingleWriter where Value: Equatable {

@@ -1,5 +1,4 @@
 import Observation
-import SingleWriterAtomics
 
 // Observing a ThreadSafeSingleWriter: `changes()` streams, and Observation-module
 // tracking through `trackedRead`. Both hang off the container's `ChangeHub`; the
@@ -173,35 +172,9 @@ extension ThreadSafeSingleWriter {
   /// subscription lasts until the sequence and its iterators are gone. An iterator ends
   /// when its task is cancelled, or after the container's final value once the
   /// container is freed; see `changes()`.
-  public struct Changes<Element: Sendable>: AsyncSequence, @unchecked Sendable {
-    // Sendable: the subscription's fields are immutable; its closures were built
-    // `@Sendable` by `subscribe`, and its `Element` is `Sendable`.
-    public typealias Failure = Never
-    @usableFromInline let subscription: ChangeSubscription<Element>
-
-    init(_ subscription: ChangeSubscription<Element>) { self.subscription = subscription }
-
-    public func makeAsyncIterator() -> Iterator { Iterator(cursor: ChangeCursor(subscription)) }
-
-    /// Reads the newest value each time it is resumed.
-    public struct Iterator: AsyncIteratorProtocol {
-      public typealias Failure = Never
-      @usableFromInline var cursor: ChangeCursor<Element>
-
-      init(cursor: ChangeCursor<Element>) { self.cursor = cursor }
-
-      /// The next value, or `nil` once the container is gone and its final value
-      /// delivered, or the task is cancelled.
-      public mutating func next() async -> Element? {
-        await cursor.next(isolation: nil)
-      }
-
-      /// The next value, resuming in the caller's isolation: no hop to another executor.
-      public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-        await cursor.next(isolation: actor)
-      }
-    }
-  }
+  public typealias Changes<Element: Sendable> = ChangeStream<
+    ThreadSafeSingleWriter<Value>, Element
+  >
 }
 
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
@@ -233,7 +206,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// The container's tracker, installed by the first tracked read.
   @inlinable
   var tracker: ObservationTracker<ThreadSafeSingleWriter<Value>, Value> {
-    if sw_load_acquire(hub.word) & ChangeHub.tracked == 0 { installTracker() }
+    if !hub.isTracked { installTracker() }
     return unsafeDowncast(
       hub.notifier.unsafelyUnwrapped as AnyObject,
       to: ObservationTracker<ThreadSafeSingleWriter<Value>, Value>.self)

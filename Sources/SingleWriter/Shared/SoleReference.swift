@@ -33,6 +33,16 @@ func isPristine(_ bits: UInt) -> Bool { bits & ~1 == 2 }
 @usableFromInline
 let refCountWordIsReadable: Bool = {
   final class Probe {}
+  // Holders for the unowned and weak references, on the heap so that the optimizer
+  // cannot drop them.
+  final class UnownedBox {
+    unowned let object: AnyObject
+    @inline(never) init(_ object: AnyObject) { self.object = object }
+  }
+  final class WeakBox {
+    weak var object: AnyObject?
+    @inline(never) init(_ object: AnyObject) { self.object = object }
+  }
   let probe = Probe()
   func bits() -> UInt { sw_refcount_bits(Unmanaged.passUnretained(probe).toOpaque()) }
   guard isPristine(bits()) else { return false }
@@ -51,15 +61,3 @@ let refCountWordIsReadable: Bool = {
   withExtendedLifetime(weak) {}
   return !isPristine(withWeak)
 }()
-
-/// Holders for the probe's unowned and weak references, on the heap so that the
-/// optimizer cannot drop them.
-private final class UnownedBox {
-  unowned let object: AnyObject
-  @inline(never) init(_ object: AnyObject) { self.object = object }
-}
-
-private final class WeakBox {
-  weak var object: AnyObject?
-  @inline(never) init(_ object: AnyObject) { self.object = object }
-}

@@ -1,0 +1,242 @@
+import Testing
+
+@testable import SingleWriter
+
+/// Every reachable hub word × every event: the transition keeps the invariants, and
+/// agrees with a model of the protocol written here a second time, over named fields
+/// instead of bits.
+@Suite struct ChangeHubWordTests {
+  /// Versions count modulo 2^28, the width the word leaves them.
+  static let versions: UInt32 = 1 << 28
+
+  /// The hub's state, spelled out.
+  struct Model: Hashable, CustomStringConvertible {
+    var version: UInt32 = 0
+    var waiting = false
+    var tracked = false
+    var closed = false
+    var snapshotWanted = false
+
+    init(version: UInt32 = 0) { self.version = version }
+
+    init(_ word: ChangeHubWord) {
+      version = word.version
+      waiting = word.isWaiting
+      tracked = word.isTracked
+      closed = word.isClosed
+      snapshotWanted = word.wantsSnapshot
+    }
+
+    var description: String { "\(ChangeHubWord(self))" }
+
+    /// The invariants, as the docs state them.
+    var isLegal: Bool { !closed || (!waiting && !snapshotWanted) }
+
+    var nextVersion: UInt32 { (version + 1) % ChangeHubWordTests.versions }
+  }
+
+  /// One event, as the word applies it and as the model says it should. A blind event
+  /// also has the `Change` its driver applies with one read-modify-write.
+  struct Event: Sendable {
+    let name: String
+    let blind: ChangeHubWord.Change?
+    let word: @Sendable (ChangeHubWord) -> (ChangeHubWord, String)?
+    let model: @Sendable (Model) -> (Model, String)?
+
+    init(
+      _ name: String, blind: ChangeHubWord.Change? = nil,
+      word: @escaping @Sendable (ChangeHubWord) -> (ChangeHubWord, String)?,
+      model: @escaping @Sendable (Model) -> (Model, String)?
+    ) {
+      self.name = name
+      self.blind = blind
+      self.word = word
+      self.model = model
+    }
+
+    /// Whether this event may happen in `state` during the exploration: publications
+    /// stop a few versions past each start, so the set of states stays finite.
+    func allowed(_ state: Model) -> Bool {
+      name != "publish" || ChangeHubWordTests.publishing.contains(state.version)
+    }
+  }
+
+  /// The versions a publication may start from: past a new hub's 0, and across the wrap.
+  static let publishing: Set<UInt32> = [0, 1, versions - 2, versions - 1]
+
+  static let events: [Event] = [
+    Event(
+      "publish", blind: ChangeHubWord.publication,
+      word: { w in
+        w.publish().map {
+          ($0, "notify: \(w.isTracked), wake: \(w.isWaiting), slow: \(w.publicationIsSlow)")
+        }
+      },
+      model: { m in
+        guard !m.closed else { return nil }
+        var n = m
+        n.version = m.nextVersion
+        let slow = m.tracked || m.waiting
+        return (n, "notify: \(m.tracked), wake: \(m.waiting), slow: \(slow)")
+      }),
+    Event(
+      "sleep, up to date",
+      word: { w in w.sleep(after: w.version).map { ($0, "") } },
+      model: { m in
+        guard !m.closed else { return nil }
+        var n = m
+        n.waiting = true
+        return (n, "")
+      }),
+    Event(
+      "sleep, behind",
+      word: { w in w.sleep(after: w.version &- 1).map { ($0, "") } },
+      model: { _ in nil }),
+    Event(
+      "wake", blind: ChangeHubWord.wakeUp,
+      word: { $0.wake().map { ($0, "") } },
+      model: { m in
+        var n = m
+        n.waiting = false
+        return (n, "")
+      }),
+    Event(
+      "wantSnapshot",
+      word: { $0.wantSnapshot().map { ($0, "") } },
+      model: { m in
+        guard !m.closed, !m.snapshotWanted else { return nil }
+        var n = m
+        n.snapshotWanted = true
+        return (n, "")
+      }),
+    Event(
+      "keepSnapshot", blind: ChangeHubWord.snapshotKept,
+      word: { w in w.keepSnapshot().map { ($0, "version: \(w.nextVersion)") } },
+      model: { m in
+        guard !m.closed else { return nil }
+        var n = m
+        n.snapshotWanted = false
+        return (n, "version: \(m.nextVersion)")
+      }),
+    Event(
+      "track", blind: ChangeHubWord.tracking,
+      word: { $0.track().map { ($0, "") } },
+      model: { m in
+        guard !m.tracked, !m.closed else { return nil }
+        var n = m
+        n.tracked = true
+        return (n, "")
+      }),
+    Event(
+      "close",
+      word: { $0.close().map { ($0, "") } },
+      model: { m in
+        guard !m.closed else { return nil }
+        var n = m
+        n.closed = true
+        n.waiting = false
+        n.snapshotWanted = false
+        return (n, "")
+      }),
+  ]
+
+  /// Every word reachable from a new hub's, and from one 2^28 − 2 publications later.
+  static func reachable() -> (
+    states: Set<Model>, transitions: Int, mismatches: [String]
+  ) {
+    let starts = [Model(), Model(version: versions - 2)]
+    var seen = Set(starts)
+    var frontier = starts
+    var transitions = 0
+    var mismatches: [String] = []
+    while let state = frontier.popLast() {
+      for event in events where event.allowed(state) {
+        transitions += 1
+        let actual = event.word(ChangeHubWord(state)).map { (Model($0.0), $0.1) }
+        let expected = event.model(state)
+        switch (actual, expected) {
+        case (nil, nil): continue
+        case (let a?, let e?) where a.0 == e.0 && a.1 == e.1:
+          if seen.insert(a.0).inserted { frontier.append(a.0) }
+        default:
+          mismatches.append(
+            "\(event.name) from \(state): word gave \(String(describing: actual)), "
+              + "model \(String(describing: expected))")
+        }
+      }
+    }
+    return (seen, transitions, mismatches)
+  }
+
+  @Test func everyTransitionFromEveryReachableWordMatchesTheModel() {
+    let (states, transitions, mismatches) = Self.reachable()
+    #expect(mismatches.isEmpty, "\(mismatches.count) mismatches: \(mismatches.prefix(3))")
+    // Ten flag combinations are legal, at each of the five versions explored.
+    #expect(states.count == 50)
+    // Every event in every state, but no publication from the last version explored.
+    #expect(transitions == states.count * Self.events.count - 10)
+  }
+
+  @Test func everyReachableWordKeepsTheInvariants() {
+    for state in Self.reachable().states {
+      #expect(state.isLegal, "\(state)")
+      #expect(ChangeHubWord(state).invariantViolation == nil, "\(state)")
+    }
+  }
+
+  @Test func theInvariantCheckRejectsEveryIllegalWord() {
+    // Every flag combination at versions 0, 1 and the last before the wrap: the word's
+    // check and the model's statement of the invariants agree on each.
+    for version: UInt32 in [0, 1, Self.versions - 1] {
+      for flags in UInt32(0)..<ChangeHubWord.versionStep {
+        let word = ChangeHubWord(raw: version << ChangeHubWord.versionShift | flags)
+        #expect((word.invariantViolation == nil) == Model(word).isLegal, "\(word)")
+      }
+    }
+  }
+
+  @Test func aBlindEventsChangeIsItsTransition() {
+    // The driver applies these with one read-modify-write: in every word the event
+    // allows, that must make the word the transition makes.
+    for state in Self.reachable().states {
+      let word = ChangeHubWord(state)
+      for event in Self.events {
+        guard let change = event.blind, let next = event.word(word) else { continue }
+        #expect(word.applying(change) == next.0, "\(event.name) from \(state)")
+      }
+    }
+  }
+
+  @Test func onlyAPublicationMovesTheVersionAndNothingEndsTracking() {
+    for state in Self.reachable().states {
+      for event in Self.events {
+        guard let (next, _) = event.word(ChangeHubWord(state)) else { continue }
+        if event.name != "publish" {
+          #expect(next.version == state.version, "\(event.name) from \(state)")
+        }
+        #expect(!state.tracked || next.isTracked, "\(event.name) from \(state)")
+        #expect(!state.closed || next.isClosed, "\(event.name) from \(state)")
+      }
+    }
+  }
+
+  @Test func theVersionWrapsAfterTwoToTheTwentyEighthPublications() {
+    var word = ChangeHubWord(Model(version: Self.versions - 1))
+    word.raw |= ChangeHubWord.tracked
+    let next = word.publish()
+    #expect(next?.version == 0)
+    #expect(next?.isTracked == true, "the carry stays out of the flags")
+    #expect(word.nextVersion == 0)
+  }
+}
+
+extension ChangeHubWord {
+  init(_ model: ChangeHubWordTests.Model) {
+    var raw = model.version << ChangeHubWord.versionShift
+    if model.waiting { raw |= ChangeHubWord.waiting }
+    if model.tracked { raw |= ChangeHubWord.tracked }
+    if model.closed { raw |= ChangeHubWord.closed }
+    if model.snapshotWanted { raw |= ChangeHubWord.snapshotWanted }
+    self.init(raw: raw)
+  }
+}
