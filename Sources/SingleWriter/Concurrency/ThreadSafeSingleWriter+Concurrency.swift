@@ -123,6 +123,37 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     }
   }
 
+  /// Returns once every write queued before the call has run: suspends, never blocks a
+  /// thread, and holds no checkout of its own.
+  ///
+  /// ```swift
+  /// for event in batch { events.writeNext { $0.write.append(event) } }
+  /// await events.drained()  // flushed: every append above has run
+  /// ```
+  ///
+  /// Returns at once if nothing is queued. Otherwise it waits its turn in the queue, as
+  /// ``write(_:)`` does, whatever the task's cancellation, and then returns: writes
+  /// queued after it may run before it resumes. Only queued writes count: a checkout held
+  /// by a proxy with nothing queued behind it does not hold it up.
+  ///
+  /// Calling it while this task holds a proxy it took (from `writer` or `checkout()`)
+  /// with writes queued behind it stops the program with a message: the queue cannot move
+  /// until that proxy is released.
+  public func drained() async {
+    // `queued` is cleared only once the last queued write has run.
+    guard sw_load_acquire(lock.queuedHint) != 0 else { return }
+    let task = sw_current_task()
+    if lock.isHeld(byTask: task) {
+      selfDeadlockFailure(
+        """
+        ThreadSafeSingleWriter: drained() in a task that holds a proxy it took from \
+        `writer` or `checkout()` would wait forever: the queued writes run only once that \
+        proxy is released. Release it first.
+        """)
+    }
+    _ = await waitForTurn(unlessCancelled: false) { .drain($0) }
+  }
+
   /// After a second, warns on standard error if `waiter` still waits while its own task
   /// seems to hold the checkout: a wait that can never end if it still does.
   ///

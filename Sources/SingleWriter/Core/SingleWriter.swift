@@ -139,6 +139,14 @@ public final class SingleWriter<Value> {
     return storage.pointee
   }
 
+  /// How many ``writeNext(fileID:function:line:_:)`` writes wait behind the checkout now.
+  ///
+  /// ```swift
+  /// assert(settings.queuedWrites == 0, "a proxy is still out")
+  /// ```
+  @inlinable
+  public var queuedWrites: Int { pendingCount }
+
   /// A proxy for writing, or `nil` while another proxy is alive or writes are queued.
   ///
   /// The checkout lasts until ARC releases the proxy: hold it to keep every other

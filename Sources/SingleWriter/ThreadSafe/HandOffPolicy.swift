@@ -29,6 +29,10 @@ enum HandOffPolicy {
   /// change while it waits.
   @inlinable static var gateRecheck: UInt64 { 1_000_000 }
 
+  /// How often a `writeNext` waiting for room in a bounded backlog looks again on its
+  /// own: a write started just as it asked may not have woken it.
+  @inlinable static var roomRecheck: UInt64 { 100_000 }
+
   /// How long a wait that may be for the caller's own proxy lasts before it warns: far
   /// past any real checkout, short enough to be seen while debugging.
   @inlinable static var deadlockWarning: UInt64 { 1_000_000_000 }

@@ -12,6 +12,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       case .write, .waiter: return true
       case .asyncWrite(let waiter, _), .checkout(let waiter):
         return waiter.current != .cancelled
+      case .drain: return false
       }
     }
     var count = 0
@@ -39,22 +40,25 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     var mayServe: Bool
     switch entry {
     case .write, .waiter: mayServe = true
-    case .asyncWrite, .checkout: mayServe = false
+    case .asyncWrite, .checkout, .drain: mayServe = false
     }
     if mayServe, sw_reading_depth() != 0, sw_reading_contains(lock.sync) { mayServe = false }
     // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
     // served body running here): this thread owes it when it ends the checkout.
     let holding = sw_uptr_load(lock.checkoutThread) & ~1 == me
-    let (arrival, tookOver) = lock.withHandOffLock {
-      let arrival = handOff.pointee.arrive(
-        entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
-      let tookOver = arrival.setQueued && lock.markQueued()
-      if tookOver, case .checkout = entry {
-        handOff.pointee.takeOwnEntry()
-        ran &+= 1  // this thread holds the checkout now
+    // A bounded backlog admits a `writeNext` only with room, counted under the same lock
+    // as the arrivals, so that concurrent producers never pass the bound.
+    var bounded = false
+    if maxQueuedWrites != .max, case .write = entry { bounded = waitsForRoom(me) }
+    var admitted: (HandOff<Pending>.Arrival, Bool)?
+    repeat {
+      if bounded { waitForRoom() }
+      admitted = lock.withHandOffLock { () -> (HandOff<Pending>.Arrival, Bool)? in
+        if bounded, queuedWrites >= maxQueuedWrites { return nil }
+        return arrive(entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
       }
-      return (arrival, tookOver)
-    }
+    } while admitted == nil
+    let (arrival, tookOver) = admitted.unsafelyUnwrapped
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
     // up the rest of this time slice (the call still returns without waiting), so that
     // on a machine with fewer cores than writers that thread gets to run.
@@ -68,6 +72,27 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       return finishCheckout(self)
     }
     if let successor = arrival.successor { takeOverServing(successor) }
+  }
+
+  /// Under the hand-off's lock: appends `entry`, counts it, and sets `queued` if it is
+  /// the first, taking a free checkout with it. Returns the arrival and whether this
+  /// thread took the checkout.
+  @inlinable @inline(__always)
+  func arrive(
+    _ entry: Pending, from me: UInt, atFront: Bool, mayServe: Bool, holding: Bool
+  ) -> (HandOff<Pending>.Arrival, Bool) {
+    let arrival = handOff.pointee.arrive(
+      entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
+    if entry.isWrite {
+      sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1)
+    }
+    let tookOver = arrival.setQueued && lock.markQueued()
+    if tookOver, case .checkout = entry {
+      handOff.pointee.takeOwnEntry()
+      ran &+= 1  // this thread holds the checkout now
+      startedWrite()
+    }
+    return (arrival, tookOver)
   }
 
   /// This thread was chosen to take over serving from a thread that has served others
@@ -225,7 +250,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   func runNext(_ me: UInt) -> Served {
     ran &+= 1
     sw_uptr_store(lock.checkoutThread, scoped(me))
-    switch pending.pointee.popFirst().unsafelyUnwrapped {
+    let entry = pending.pointee.popFirst().unsafelyUnwrapped
+    if entry.isWrite { startedWrite() }
+    switch entry {
     case .write(let body):
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
@@ -233,6 +260,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       return .ran
     case .checkout(let waiter):
       return offerCheckout(to: waiter, me) ? .handedOff : .ran
+    case .drain(let waiter):
+      if waiter.apply(.reach) {
+        waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
+      }
+      return .ran
     case .waiter(let waiter):
       // `queued` stays set while entries remain, so that the waiter's end serves them.
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }

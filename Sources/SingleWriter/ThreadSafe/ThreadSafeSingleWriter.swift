@@ -56,6 +56,8 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   @usableFromInline @exclusivity(unchecked) var ran: UInt64 = 0
   /// Where observers learn of changes; see Observation/ChangeHub.swift.
   @usableFromInline let hub = ChangeHub()
+  /// The most `writeNext` writes that may wait at once; `Int.max` when unbounded.
+  @usableFromInline let maxQueuedWrites: Int
 
   /// A write waiting for the checkout.
   @usableFromInline
@@ -69,6 +71,15 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     case asyncWrite(TaskWaiter, (ThreadSafeSingleWriter<Value>) -> Void)
     /// A `checkout()`: woken when its turn comes, to take the writer if it can.
     case checkout(TaskWaiter)
+    /// A `drained()`: resumed when its turn comes, every write ahead of it having run.
+    /// Not a write: it takes nothing and is not counted in `queuedWrites`.
+    case drain(TaskWaiter)
+
+    /// Whether this entry is a write, counted in `queuedWrites`.
+    @inlinable var isWrite: Bool {
+      if case .drain = self { return false }
+      return true
+    }
   }
 
   /// The writes that found the checkout busy and the thread serving them, behind the
@@ -82,7 +93,34 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// or writes it from several threads at once (``read``, proxies, ``writeNext(_:)``,
   /// `changes()`) needs `Value: Sendable`.
   @inlinable
-  public init(value: consuming sending Value) {
+  public convenience init(value: consuming sending Value) {
+    self.init(value: value, bound: .max)
+  }
+
+  /// Wraps `value`, with at most `maxQueuedWrites` ``writeNext(_:)`` writes waiting at
+  /// once: a bounded backlog, so that memory stays bounded under any storm of writes.
+  ///
+  /// ```swift
+  /// let log = ThreadSafeSingleWriter(value: [String](), maxQueuedWrites: 1_024)
+  /// log.writeNext { $0.write.append(line) }  // waits for room while 1,024 are queued
+  /// ```
+  ///
+  /// A `writeNext` that finds the backlog full waits for room, blocking its thread as
+  /// ``withWriter(_:)`` does, instead of queueing; nothing is lost. It never waits for
+  /// room that only it could make: from the checkout's holder (a proxy taken on this
+  /// thread, a closure write's body, a queued body being served here) or from inside this
+  /// container's `read { }`, it queues past the bound. Other waits are not bounded by
+  /// it: `await write` and `checkout()` suspend as before, and a `withWriter` that queued
+  /// waits in its own thread.
+  @inlinable
+  public convenience init(value: consuming sending Value, maxQueuedWrites: Int) {
+    precondition(maxQueuedWrites > 0, "maxQueuedWrites must be at least 1")
+    self.init(value: value, bound: maxQueuedWrites)
+  }
+
+  @inlinable
+  init(value: consuming sending Value, bound: Int) {
+    maxQueuedWrites = bound
     lock = WriterLock()
     handOff = .allocateOnOwnCacheLines(HandOff())
     storage = .allocateOnOwnCacheLines(value)

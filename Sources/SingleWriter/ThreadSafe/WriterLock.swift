@@ -41,6 +41,14 @@ struct WriterLock {
   @inlinable var gate: UnsafeMutablePointer<sw_gate> { sw_ts_gate(sync) }
   @inlinable var gateThread: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_gate_thread(sync) }
   @inlinable var gateSleeps: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_sleeps(sync) }
+  @inlinable var arrivedWrites: UnsafeMutablePointer<sw_atomic_uptr> {
+    sw_ts_arrived_writes(sync)
+  }
+  @inlinable var startedWrites: UnsafeMutablePointer<sw_atomic_uptr> {
+    sw_ts_started_writes(sync)
+  }
+  @inlinable var roomWanted: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_room_wanted(sync) }
+  @inlinable var room: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_room(sync) }
 
   // MARK: The word
 

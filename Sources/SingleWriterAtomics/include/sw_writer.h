@@ -73,11 +73,12 @@ static inline void sw_seq_end_write(sw_atomic_u32 *sequence) {
 #define SW_CACHE_LINE 64
 #endif
 
-/// Two groups, each on a cache line of its own (the allocation is line-aligned, and each
+/// Three groups, each on a cache line of its own (the allocation is line-aligned, and each
 /// group is padded to a line by a union, which Swift imports, unlike `_Alignas`). The
 /// holder's group is written on every write access; the hand-off's group by every
-/// `writeNext` that finds the writer busy. Sharing a line, each side's stores evicted the
-/// other's copy, and under contention every queued write paid for the line's moves.
+/// `writeNext` that finds the writer busy; the server's group by the thread running the
+/// queue, per write. Sharing a line, each side's stores evicted the other's copy, and
+/// under contention every queued write paid for the line's moves.
 ///
 /// Everything else about the protocol lives in the state word or behind `hand_off_lock`;
 /// each word here says why it can be neither.
@@ -131,15 +132,36 @@ typedef struct {
   sw_mutex hand_off_lock;
   /// How many times a thread has slept on `gate`; for tests and diagnostics.
   sw_atomic_u32 gate_sleeps;
+  /// How many writes have queued since the container was made (not `drained()`'s
+  /// markers); stored under `hand_off_lock`. With `started_writes`, it gives
+  /// `queuedWrites` without a lock, and the bound of a bounded backlog.
+  sw_atomic_uptr arrived_writes;
   };
   char hand_off_line[SW_CACHE_LINE];
   };
+
+  // The server's group: what the thread running queued writes stores per write, apart
+  // from the enqueuers' line, so that counting costs neither side a line move.
+  union {
+  struct {
+  /// How many queued writes a server has started; stored only by the checkout's holder.
+  sw_atomic_uptr started_writes;
+  /// Set by a `writeNext` that waits for room in a bounded backlog; the server clears it
+  /// and bumps `room` when it starts a write.
+  sw_atomic_u32 room_wanted;
+  /// What writes waiting for room sleep on.
+  sw_atomic_u32 room;
+  };
+  char server_line[SW_CACHE_LINE];
+  };
 } sw_ts_sync;
 
-// Each group fits its line, so the hand-off's group starts exactly one line in; checked
-// for every target by Scripts/cross-compile-c.sh.
+// Each group fits its line, so each group starts exactly a line after the one before;
+// checked for every target by Scripts/cross-compile-c.sh.
 _Static_assert(offsetof(sw_ts_sync, queued_hint) == SW_CACHE_LINE, "holder group overflows");
-_Static_assert(sizeof(sw_ts_sync) == 2 * SW_CACHE_LINE, "hand-off group overflows");
+_Static_assert(offsetof(sw_ts_sync, started_writes) == 2 * SW_CACHE_LINE,
+               "hand-off group overflows");
+_Static_assert(sizeof(sw_ts_sync) == 3 * SW_CACHE_LINE, "server group overflows");
 
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
 static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
@@ -155,5 +177,9 @@ static inline sw_atomic_u32 *sw_ts_gate_wanted(sw_ts_sync *s) { return &s->gate_
 static inline sw_gate *sw_ts_gate(sw_ts_sync *s) { return &s->gate; }
 static inline sw_atomic_uptr *sw_ts_gate_thread(sw_ts_sync *s) { return &s->gate_thread; }
 static inline sw_atomic_u32 *sw_ts_gate_sleeps(sw_ts_sync *s) { return &s->gate_sleeps; }
+static inline sw_atomic_uptr *sw_ts_arrived_writes(sw_ts_sync *s) { return &s->arrived_writes; }
+static inline sw_atomic_uptr *sw_ts_started_writes(sw_ts_sync *s) { return &s->started_writes; }
+static inline sw_atomic_u32 *sw_ts_room_wanted(sw_ts_sync *s) { return &s->room_wanted; }
+static inline sw_atomic_u32 *sw_ts_room(sw_ts_sync *s) { return &s->room; }
 
 #endif

@@ -1,0 +1,58 @@
+import SingleWriterAtomics
+
+// The backlog: how many writes wait, and, for a bounded container, room for more. Two
+// counters, each stored by one side only: enqueuers count arrivals under the hand-off's
+// lock, and the thread serving the queue counts the writes it starts.
+extension ThreadSafeSingleWriter where Value: ~Copyable {
+  /// How many writes wait behind the checkout now: queued `writeNext` bodies, and
+  /// `await write`, `checkout()` and `withWriter` calls that queued for their turn.
+  ///
+  /// ```swift
+  /// if state.queuedWrites > 10_000 { logger.warning("writes are piling up") }
+  /// ```
+  ///
+  /// A snapshot for diagnostics and tests, two loads, cheap enough to read in a loop:
+  /// writes may queue or start while it is read. A write that is running is no longer
+  /// counted; a cancelled `await write` counts until the queue reaches it.
+  public var queuedWrites: Int {
+    let arrived = sw_uptr_load(lock.arrivedWrites)
+    let started = sw_uptr_load(lock.startedWrites)
+    return max(0, Int(bitPattern: UInt(arrived &- started)))
+  }
+
+  /// The checkout's holder starts a queued write: counts it, and wakes the writes waiting
+  /// for room, if any.
+  @inlinable @inline(__always)
+  func startedWrite() {
+    sw_uptr_store(lock.startedWrites, sw_uptr_load(lock.startedWrites) &+ 1)
+    if maxQueuedWrites != .max, sw_load_relaxed(lock.roomWanted) != 0 { makeRoom() }
+  }
+
+  @usableFromInline func makeRoom() {
+    sw_store_release(lock.roomWanted, 0)
+    sw_fetch_add(lock.room, 1)
+    sw_wake_all(lock.room)
+  }
+
+  /// Whether a `writeNext` of a bounded container on this thread may wait for room:
+  /// not if the room could only come from this thread or task (see
+  /// `init(value:maxQueuedWrites:)`); it then queues past the bound.
+  @usableFromInline func waitsForRoom(_ me: UInt) -> Bool {
+    !(sw_uptr_load(lock.checkoutThread) & ~1 == me || sw_reading_contains(lock.sync)
+      || lock.isHeld(byTask: sw_current_task())
+      || lock.withHandOffLock({ handOff.pointee.server == me }))
+  }
+
+  /// Sleeps while the bounded backlog is full.
+  @usableFromInline func waitForRoom() {
+    while queuedWrites >= maxQueuedWrites {
+      // Ask, then look again: a write started between the look and the ask would not
+      // know to wake this thread. A start that misses the ask still ends the sleep
+      // within `HandOffPolicy.roomRecheck`.
+      let seen = sw_load_acquire(lock.room)
+      _ = sw_exchange(lock.roomWanted, 1)
+      guard queuedWrites >= maxQueuedWrites else { return }
+      _ = sw_wait_for(lock.room, seen, Int64(HandOffPolicy.roomRecheck))
+    }
+  }
+}
