@@ -2,6 +2,15 @@ import Testing
 
 @testable import SingleWriter
 
+/// A task that waits for a change after `hub`'s current version, once it sleeps there.
+private func sleeping(on hub: ChangeHub) async -> Task<Void, Never> {
+  let seen = hub.version
+  let id = hub.makeSleeperID()
+  let sleeper = Task { await hub.waitForChange(after: seen, id: id) }
+  await waitUntil { hub.withLock { !hub.sleepers.isEmpty } }
+  return sleeper
+}
+
 @Suite struct ChangeHubTests {
   @Test func aPublicationBumpsTheVersion() {
     let hub = ChangeHub()
@@ -23,9 +32,7 @@ import Testing
   @Test func aBatchOfPublicationsWakesASleeperOnce() async {
     let hub = ChangeHub()
     let seen = hub.version
-    let id = hub.makeSleeperID()
-    let sleeper = Task { await hub.waitForChange(after: seen, id: id) }
-    await waitUntil { hub.withLock { !hub.sleepers.isEmpty } }
+    let sleeper = await sleeping(on: hub)
     for _ in 0..<100 { hub.publish() }
     await sleeper.value
     #expect(hub.withLock { hub.wakeCount } == 1)
@@ -65,9 +72,7 @@ import Testing
   @Test func cancellingASleeperRemovesIt() async {
     let hub = ChangeHub()
     let seen = hub.version
-    let id = hub.makeSleeperID()
-    let sleeper = Task { await hub.waitForChange(after: seen, id: id) }
-    await waitUntil { hub.withLock { !hub.sleepers.isEmpty } }
+    let sleeper = await sleeping(on: hub)
     sleeper.cancel()
     await sleeper.value
     #expect(hub.withLock { hub.sleepers.isEmpty })

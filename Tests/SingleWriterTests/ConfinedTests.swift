@@ -3,29 +3,6 @@ import Foundation
 import SingleWriter
 import Testing
 
-/// Runs `body(index)` on `count` fresh threads that all start it at the same moment.
-private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-  final class Barrier: Sendable {
-    let arrived = Counter()
-    let go = DispatchSemaphore(value: 0)
-  }
-  let barrier = Barrier()
-  await withTaskGroup(of: Void.self) { group in
-    for index in 0..<count {
-      group.addTask {
-        await runOnThread(stackSize: 1 << 20) {
-          if barrier.arrived.add(1) == count {
-            for _ in 1..<count { barrier.go.signal() }
-          } else {
-            barrier.go.wait()
-          }
-          body(index)
-        }
-      }
-    }
-  }
-}
-
 /// A continuation that is resumed once, by whichever comes first.
 private final class ReplySlot<R: Sendable>: Sendable {
   let continuation = Locked<CheckedContinuation<R?, Never>?>(nil)

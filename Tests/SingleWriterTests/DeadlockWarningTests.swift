@@ -6,11 +6,8 @@ import Testing
 // itself warns after a second, and a warning names the holder truly. A proxy taken in a
 // task is that task's wherever it resumes: a thread says nothing about which task holds it.
 
-func standardError(_ result: ExitTest.Result?) -> String {
-  result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
-}
-
-@Suite struct DeadlockWarningTests {
+/// Each waits past the second after which a wait warns: real time.
+@Suite(.tags(.realTime), .unlessRealTimeSkipped) struct DeadlockWarningTests {
   /// A main-actor task holds `writer`, then awaits a write: the proxy carries the task
   /// that took it, wherever either runs. Another thread releases the proxy after the
   /// warning is due, so the child ends.
@@ -19,11 +16,7 @@ func standardError(_ result: ExitTest.Result?) -> String {
       attackWatchdog(20, "main-actor task behind its own writer")
       let box = ThreadSafeSingleWriter(value: 0)
       await Task { @MainActor in
-        let held = Locked(box.writer)
-        Thread.detachNewThread {
-          Thread.sleep(forTimeInterval: 1.6)
-          held.withLock { $0 = nil }
-        }
+        releaseLater(Locked(box.writer), after: 1.6)
         await box.write { $0 += 1 }
       }.value
       precondition(box.read == 1)
@@ -38,11 +31,7 @@ func standardError(_ result: ExitTest.Result?) -> String {
       attackWatchdog(20, "pool task behind its own checkout")
       let box = ThreadSafeSingleWriter(value: 0)
       await Task.detached {
-        let held = Locked<ThreadSafeWriterProxy<Int>?>(try! await box.checkout())
-        Thread.detachNewThread {
-          Thread.sleep(forTimeInterval: 1.6)
-          held.withLock { $0 = nil }
-        }
+        releaseLater(Locked<ThreadSafeWriterProxy<Int>?>(try! await box.checkout()), after: 1.6)
         await box.write { $0 += 1 }
       }.value
       precondition(box.read == 1)

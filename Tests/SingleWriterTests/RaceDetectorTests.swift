@@ -2,63 +2,54 @@ import Foundation
 import SingleWriter
 import Testing
 
-/// Collects the reports that `matches` picks while `body` runs, and hands any other
-/// report to the handler installed before, so a stray report from another suite is
-/// never mistaken for one of ours (and still stops the run if it is real).
+/// Collects the race reports that `matches` picks from its creation to `stop()`, and hands
+/// any other report to the handler installed before, so a stray report from another suite
+/// is never mistaken for one of ours (and still stops the run if it is real).
+final class ReportCollection: Sendable {
+  private let collected = Locked<[RaceReport]>([])
+  private let previous: @Sendable (RaceReport) -> Void
+
+  init(where matches: @escaping @Sendable (RaceReport) -> Bool) {
+    let previous = RaceDetector.onRace
+    self.previous = previous
+    RaceDetector.onRace = { [collected] report in
+      if matches(report) { collected.withLock { $0.append(report) } } else { previous(report) }
+    }
+  }
+
+  var reports: [RaceReport] { collected.withLock { $0 } }
+
+  /// Puts the handler installed before back.
+  func stop() { RaceDetector.onRace = previous }
+}
+
+/// The reports that `matches` picks while `body` runs.
 private func collectReports(
   where matches: @escaping @Sendable (RaceReport) -> Bool, during body: () throws -> Void
 ) rethrows -> [RaceReport] {
-  let collected = Locked<[RaceReport]>([])
-  let previous = RaceDetector.onRace
-  RaceDetector.onRace = { report in
-    if matches(report) { collected.withLock { $0.append(report) } } else { previous(report) }
-  }
-  defer { RaceDetector.onRace = previous }
+  let collection = ReportCollection(where: matches)
+  defer { collection.stop() }
   try body()
-  return collected.withLock { $0 }
+  return collection.reports
 }
 
 private func collectReports(
   where matches: @escaping @Sendable (RaceReport) -> Bool, during body: () async -> Void
 ) async -> [RaceReport] {
-  let collected = Locked<[RaceReport]>([])
-  let previous = RaceDetector.onRace
-  RaceDetector.onRace = { report in
-    if matches(report) { collected.withLock { $0.append(report) } } else { previous(report) }
-  }
-  defer { RaceDetector.onRace = previous }
+  let collection = ReportCollection(where: matches)
+  defer { collection.stop() }
   await body()
-  return collected.withLock { $0 }
+  return collection.reports
 }
 
 /// An actor whose jobs run on one thread of its own, never on the pool that runs the
 /// tests, so hopping onto it moves a task to another thread.
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ExecutorJob
 private actor OnItsOwnThread {
-  final class ThreadExecutor: SerialExecutor {
-    static let shared = ThreadExecutor()
-    private let ready = DispatchSemaphore(value: 0)
-    private let jobs = Locked<[UnownedJob]>([])
-
-    private init() {
-      Thread { [self] in
-        while true {
-          ready.wait()
-          let job = jobs.withLock { $0.removeFirst() }
-          job.runSynchronously(on: asUnownedSerialExecutor())
-        }
-      }.start()
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-      let job = UnownedJob(job)
-      jobs.withLock { $0.append(job) }
-      ready.signal()
-    }
-  }
+  static let executor = OwnThreadExecutor()
 
   nonisolated var unownedExecutor: UnownedSerialExecutor {
-    ThreadExecutor.shared.asUnownedSerialExecutor()
+    Self.executor.asUnownedSerialExecutor()
   }
 
   func run<R: Sendable>(_ body: @Sendable () -> R) -> R { body() }

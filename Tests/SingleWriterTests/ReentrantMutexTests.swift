@@ -10,29 +10,6 @@ private final class Unprotected: @unchecked Sendable {
   var log: [String] = []
 }
 
-/// Runs `body(index)` on `count` fresh threads, released together once all have started.
-private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-  final class StartLine: Sendable {
-    let arrived = Counter()
-    let go = DispatchSemaphore(value: 0)
-  }
-  let line = StartLine()
-  await withTaskGroup(of: Void.self) { group in
-    for index in 0..<count {
-      group.addTask {
-        await runOnThread(stackSize: 1 << 20) {
-          if line.arrived.add(1) == count {
-            for _ in 1..<count { line.go.signal() }
-          } else {
-            line.go.wait()
-          }
-          body(index)
-        }
-      }
-    }
-  }
-}
-
 private struct Failure: Error, Equatable {}
 
 /// Compiles only if `with` can be called the way `rethrows` callers call it.

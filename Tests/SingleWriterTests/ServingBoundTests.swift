@@ -19,27 +19,23 @@ final class AsyncWriteProbe: Sendable {
   /// Two threads keep queueing writes whose bodies each queue a follow-up, while a thread
   /// releases a checkout behind which it queued its own writes, which queue follow-ups
   /// too. The release returns while the others still queue (they stop only once it has,
-  /// or after 5 s), having run its own writes and their follow-ups.
-  @Test func aReleaseReturnsWhileOthersKeepQueueingFollowUps() {
+  /// or after 5 s), having run its own writes and their follow-ups. The server's
+  /// millisecond and the 5 s are real time.
+  @Test(.tags(.realTime), .unlessRealTimeSkipped)
+  func aReleaseReturnsWhileOthersKeepQueueingFollowUps() {
     let box = ThreadSafeSingleWriter(value: 0)
-    let returned = SharedFlag()
     let mine = Locked(0)
-    let feeders = DispatchGroup()
     let start = Date()
     var held = box.writer
-    for _ in 0..<2 {
-      feeders.enter()
-      Thread.detachNewThread {
-        while !returned.isSet, Date().timeIntervalSince(start) < 5 {
-          box.writeNext { proxy in
-            proxy.write += 1
-            box.writeNext { $0.write += 1 }
-          }
-        }
-        feeders.leave()
+    let fed = Counter()
+    let feeders = Repeating(threads: 2, seconds: 5) {
+      box.writeNext { proxy in
+        proxy.write += 1
+        box.writeNext { $0.write += 1 }
       }
+      fed.add(1)
     }
-    Thread.sleep(forTimeInterval: 0.01)  // the feeders are queueing
+    #expect(eventually { fed.load() >= 2 }, "the feeders never queued")
     for _ in 0..<100 {
       box.writeNext { proxy in
         proxy.write += 1
@@ -50,9 +46,8 @@ final class AsyncWriteProbe: Sendable {
     held = nil  // this thread serves
     _ = held
     let served = Date().timeIntervalSince(start)
-    let feedersStillQueueing = !returned.isSet && served < 5
-    returned.set()
-    feeders.wait()
+    let feedersStillQueueing = !feeders.isStopped && served < 5
+    feeders.stop()
     #expect(feedersStillQueueing, "the release served until the others stopped (\(served) s)")
     #expect(mine.withLock { $0 } >= 200, "its own writes and their follow-ups ran first")
     // Everything queued has run once every call has returned.
@@ -60,30 +55,22 @@ final class AsyncWriteProbe: Sendable {
   }
 
   /// Two threads stream `writeNext` behind slow bodies, so the serving thread is late and
-  /// looks for a successor, while tasks keep calling `await write` for half a second. A task's thread never
-  /// runs another thread's body while its own write has not run: it would be serving
-  /// before suspending.
-  @Test func anAwaitWriteNeverServesOthersBeforeItsOwnBodyRuns() async {
+  /// looks for a successor, while tasks keep calling `await write` for half a second. A
+  /// task's thread never runs another thread's body while its own write has not run: it
+  /// would be serving before suspending.
+  @Test(.tags(.realTime), .unlessRealTimeSkipped)
+  func anAwaitWriteNeverServesOthersBeforeItsOwnBodyRuns() async {
     let box = ThreadSafeSingleWriter(value: 0)
     let violations = Locked(0)
-    let stop = SharedFlag()
-    let feeders = DispatchGroup()
     let queued = Locked(0)
-    for _ in 0..<2 {
-      feeders.enter()
-      Thread.detachNewThread {
-        while !stop.isSet {
-          queued.withLock { $0 += 1 }
-          box.writeNext { proxy in
-            if let probe = AsyncWriteProbe.current, !probe.hasRun {
-              violations.withLock { $0 += 1 }
-            }
-            let until = DispatchTime.now().uptimeNanoseconds + 20_000
-            while DispatchTime.now().uptimeNanoseconds < until {}
-            proxy.write += 1
-          }
+    let feeders = Repeating(threads: 2) {
+      queued.withLock { $0 += 1 }
+      box.writeNext { proxy in
+        if let probe = AsyncWriteProbe.current, !probe.hasRun {
+          violations.withLock { $0 += 1 }
         }
-        feeders.leave()
+        attackSpin(20_000)
+        proxy.write += 1
       }
     }
     let writes = Locked(0)
@@ -104,8 +91,7 @@ final class AsyncWriteProbe: Sendable {
         }
       }
     }
-    stop.set()
-    feeders.wait()
+    feeders.stop()
     #expect(violations.withLock { $0 } == 0, "await write served others before suspending")
     #expect(box.withWriter { $0 } == queued.withLock { $0 } + writes.withLock { $0 })
   }

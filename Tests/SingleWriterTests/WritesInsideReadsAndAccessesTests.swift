@@ -6,24 +6,6 @@ import Testing
 // `read { }` closure or a write access through a proxy, stops the program with a message,
 // never hangs. Each child has a watchdog (status 3), so a hang fails as a hang.
 
-/// A child's result, expected to be a stop with the message that contains `phrase`.
-func expectStop(_ result: ExitTest.Result?, saying phrase: String) {
-  #expect(result?.exitStatus != .exitCode(3), "hung: \(exitReport(result))")
-  let standardError = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) }
-  #expect(standardError?.contains(phrase) == true, "\(exitReport(result))")
-}
-
-/// Holds `box`'s writer on another thread until the process ends; returns once it does.
-func holdWriterElsewhere(_ box: ThreadSafeSingleWriter<Int>) {
-  let taken = DispatchSemaphore(value: 0)
-  Thread.detachNewThread {
-    let held = box.writer
-    taken.signal()
-    withExtendedLifetime(held) { Thread.sleep(forTimeInterval: 60) }
-  }
-  taken.wait()
-}
-
 /// A value with a mutating method that writes its own container again, as a model
 /// type's method might.
 struct Reentering: Sendable {
@@ -160,9 +142,7 @@ let accessMessage = "inside a write access through a proxy"
       let box = ThreadSafeSingleWriter(value: Reentering())
       box.writeNext { $0.write.bump(through: box) }
     }
-    #expect(result?.exitStatus != .exitCode(3), "hung: \(exitReport(result))")
     // A writeNext body is also a write's closure: either message names the misuse.
-    let standardError = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) }
-    #expect(standardError?.contains("would wait forever") == true, "\(exitReport(result))")
+    expectStop(result, saying: "would wait forever")
   }
 }

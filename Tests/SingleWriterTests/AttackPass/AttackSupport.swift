@@ -3,39 +3,41 @@ import Testing
 
 @testable import SingleWriter
 
-// Shared helpers of the attack pass. Every test that could hang runs in a child process
-// with `attackWatchdog` (exit status 3, "WATCHDOG" on standard error).
-
-/// The text a child wrote to standard error.
-func atkStderr(_ result: ExitTest.Result?) -> String {
-  result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
-}
-
-/// Sendable box for smuggling values between threads in hostile tests.
-final class AtkBox<Value>: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value: Value
-  init(_ value: Value) { self.value = value }
-  func with<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
-}
+// Shared helpers of the attack pass (the general ones are in Support.swift). Every test
+// that could hang runs in a child process with `attackWatchdog` (exit status 3, "WATCHDOG"
+// on standard error); a child that finds a promise broken says "BREAK" and exits with 1.
 
 func atkThreadID() -> UInt { UInt(pthread_self()) }
 
-struct AtkPair: Sendable, Equatable {
-  var a = 0
-  var b = 0
-}
+typealias AtkPair = Pair
 
 /// Blocks the calling thread (callable from async code on purpose).
 func atkSleep(_ seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
 
 /// Queues a chain of `left + 1` writes, each queueing the next from its body.
-func atkChain(_ a: ThreadSafeSingleWriter<Int>, _ left: Int, _ depth: AtkBox<Int>) {
+func atkChain(_ a: ThreadSafeSingleWriter<Int>, _ left: Int, _ depth: Locked<Int>) {
   a.writeNext { proxy in
     proxy.write += 1
-    depth.with { $0 += 1 }
+    depth.withLock { $0 += 1 }
     if left > 0 { atkChain(a, left - 1, depth) }
   }
+}
+
+/// Ends a child: with status 1 and `message` after "BREAK" when `broken`, else with 0.
+func atkEnd(breakingIf broken: Bool, _ message: @autoclosure () -> String = "") -> Never {
+  if broken {
+    attackErr("BREAK\(message().isEmpty ? "" : ": \(message())")\n")
+    exit(1)
+  }
+  exit(0)
+}
+
+/// A child's result, expected to hold no "BREAK" line (see `atkDiag`).
+func expectNoBreak(_ result: ExitTest.Result?, sourceLocation: SourceLocation = #_sourceLocation) {
+  atkDiag(result)
+  #expect(
+    !standardError(result).contains("BREAK"), "\(exitReport(result))",
+    sourceLocation: sourceLocation)
 }
 
 /// The exit condition a test expects, or, for diagnosing a failure, the one named by
@@ -52,5 +54,5 @@ func atkExpect(_ normal: ExitTest.Condition) -> ExitTest.Condition {
 
 /// With ATK_EXPECT set, shows a child's standard error.
 func atkDiag(_ result: ExitTest.Result?) {
-  if ProcessInfo.processInfo.environment["ATK_EXPECT"] != nil { attackErr(atkStderr(result)) }
+  if ProcessInfo.processInfo.environment["ATK_EXPECT"] != nil { attackErr(standardError(result)) }
 }

@@ -18,36 +18,16 @@ import Testing
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
     ) {
       attackWatchdog(10, "release with a checkout queued")
-      let a = ThreadSafeSingleWriter(value: 0)
-      var held = a.writer
-      let task = Task {
-        let proxy = try await a.checkout()
-        atkSleep(0.3)
-        proxy.write += 10
-      }
-      atkSleep(0.1)  // the task has queued
-      let ran = AtkBox(false)
-      let queued = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        a.writeNext { proxy in
-          proxy.write += 1
-          ran.with { $0 = true }
+      await atkExpectAWriteBehind("checkout") { a in
+        let task = Task {
+          let proxy = try await a.checkout()
+          atkSleep(0.3)
+          proxy.write += 10
         }
-        queued.signal()
+        return { _ = try? await task.value }
       }
-      queued.wait()
-      held = nil
-      _ = held
-      _ = try? await task.value
-      a.withWriter { _ in }
-      if !ran.with({ $0 }) || a.read != 11 {
-        attackErr("BREAK: the writeNext had not run once the checkout ahead of it ended\n")
-        exit(1)
-      }
-      exit(0)
     }
-    atkDiag(result)
-    #expect(!atkStderr(result).contains("BREAK"), "\(exitReport(result))")
+    expectNoBreak(result)
   }
 
   /// The same with a blocked withWriter queued ahead of the writeNext.
@@ -56,39 +36,19 @@ import Testing
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
     ) {
       attackWatchdog(10, "release with a waiter queued")
-      let a = ThreadSafeSingleWriter(value: 0)
-      var held = a.writer
-      let waiterDone = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        a.withWriter { value in
-          atkSleep(0.3)
-          value += 10
+      await atkExpectAWriteBehind("waiter") { a in  // it queues after a millisecond
+        let waiterDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+          a.withWriter { value in
+            atkSleep(0.3)
+            value += 10
+          }
+          waiterDone.signal()
         }
-        waiterDone.signal()
+        return { waiterDone.wait() }
       }
-      atkSleep(0.1)  // the waiter has joined the queue (after 1 ms)
-      let ran = AtkBox(false)
-      let queued = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        a.writeNext { proxy in
-          proxy.write += 1
-          ran.with { $0 = true }
-        }
-        queued.signal()
-      }
-      queued.wait()
-      held = nil
-      _ = held
-      waiterDone.wait()
-      a.withWriter { _ in }
-      if !ran.with({ $0 }) || a.read != 11 {
-        attackErr("BREAK: the writeNext had not run once the waiter ahead of it ended\n")
-        exit(1)
-      }
-      exit(0)
     }
-    atkDiag(result)
-    #expect(!atkStderr(result).contains("BREAK"), "\(exitReport(result))")
+    expectNoBreak(result)
   }
 
   /// Deep chains of follow-ups, among cancelled task entries and another thread's stream
@@ -104,21 +64,16 @@ import Testing
     ) {
       attackWatchdog(60, "chains of follow-ups")
       let a = ThreadSafeSingleWriter(value: 0)
-      let stop = AtkBox(false)
-      let streamed = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        while !stop.with({ $0 }) {
-          a.writeNext { proxy in
-            attackSpin(5_000)
-            proxy.write += 0
-          }
-          attackSpin(2_000)
+      let stream = Repeating {
+        a.writeNext { proxy in
+          attackSpin(5_000)
+          proxy.write += 0
         }
-        streamed.signal()
+        attackSpin(2_000)
       }
-      var depths: [AtkBox<Int>] = []
+      var depths: [Locked<Int>] = []
       for round in 0..<200 {
-        let depth = AtkBox(0)
+        let depth = Locked(0)
         depths.append(depth)
         // checkout(), not `writer`: a stream of writes keeps the writer busy, and only a
         // queued wait is sure to get it.
@@ -149,18 +104,12 @@ import Testing
         _ = held
         for task in tasks { await task.value }
       }
-      stop.with { $0 = true }
-      streamed.wait()
+      stream.stop()
       a.withWriter { _ in }
-      let short = depths.filter { $0.with { $0 } != 31 }.count
-      if short > 0 {
-        attackErr("BREAK: \(short) of 200 chains had not run once every call returned\n")
-        exit(1)
-      }
-      exit(0)
+      let short = depths.filter { $0.withLock { $0 } != 31 }.count
+      atkEnd(breakingIf: short > 0, "\(short) of 200 chains had not run once every call returned")
     }
-    atkDiag(result)
-    #expect(!atkStderr(result).contains("BREAK"), "\(exitReport(result))")
+    expectNoBreak(result)
   }
 
   /// A checkout() that takes the free writer on its enqueue, raced by cancellation and by
@@ -171,49 +120,29 @@ import Testing
     ) {
       attackWatchdog(60, "cancellation racing takeOwnEntry")
       let a = ThreadSafeSingleWriter(value: 0)
-      let queuedWrites = AtkBox(0)
-      let stop = AtkBox(false)
-      let streamed = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        while !stop.with({ $0 }) {
-          a.writeNext { $0.write += 1 }
-          queuedWrites.with { $0 += 1 }
-          attackSpin(UInt64.random(in: 0...20_000))
-        }
-        streamed.signal()
+      let queuedWrites = Counter()
+      let stream = Repeating {
+        a.writeNext { $0.write += 1 }
+        queuedWrites.add(1)
+        attackSpin(UInt64.random(in: 0...20_000))
       }
       var got = 0
       var cancelled = 0
       for _ in 0..<3_000 {
-        let task = Task { () -> Bool in
-          do {
-            let proxy = try await a.checkout()
-            proxy.write += 1_000_000
-            return true
-          } catch { return false }
-        }
+        let task = checkoutTask(a, adding: 1_000_000)
         if Bool.random() { await Task.yield() }
         task.cancel()
         if await task.value { got += 1 } else { cancelled += 1 }
       }
-      stop.with { $0 = true }
-      streamed.wait()
+      stream.stop()
       a.withWriter { _ in }
       let value = a.read { $0 }
-      let expected = queuedWrites.with { $0 } + got * 1_000_000
+      let expected = queuedWrites.load() + got * 1_000_000
       attackErr("checkouts \(got), cancelled \(cancelled), value \(value), expected \(expected)\n")
-      guard a.writer != nil else {
-        attackErr("BREAK: the writer is not free at the end\n")
-        exit(1)
-      }
-      if value != expected {
-        attackErr("BREAK: lost or doubled writes\n")
-        exit(1)
-      }
-      exit(0)
+      if a.writer == nil { atkEnd(breakingIf: true, "the writer is not free at the end") }
+      atkEnd(breakingIf: value != expected, "lost or doubled writes")
     }
-    atkDiag(result)
-    #expect(!atkStderr(result).contains("BREAK"), "\(exitReport(result))")
+    expectNoBreak(result)
   }
 
   /// An `await write` or `checkout()` never serves others' writes on its thread before
@@ -226,46 +155,62 @@ import Testing
       attackWatchdog(60, "task entries as servers")
       let a = ThreadSafeSingleWriter(value: 0)
       // Threads currently inside an async write call, before their body ran.
-      let waitingThreads = AtkBox(Set<UInt>())
-      let violations = AtkBox(0)
-      let stop = AtkBox(false)
-      let streamed = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        while !stop.with({ $0 }) {
-          a.writeNext { proxy in
-            if waitingThreads.with({ $0.contains(atkThreadID()) }) { violations.with { $0 += 1 } }
-            attackSpin(20_000)
-            proxy.write += 1
-          }
-          attackSpin(5_000)
+      let waitingThreads = Locked(Set<UInt>())
+      let violations = Counter()
+      let stream = Repeating {
+        a.writeNext { proxy in
+          if waitingThreads.withLock({ $0.contains(atkThreadID()) }) { violations.add(1) }
+          attackSpin(20_000)
+          proxy.write += 1
         }
-        streamed.signal()
+        attackSpin(5_000)
       }
       await withTaskGroup(of: Void.self) { group in
         for _ in 0..<4 {
           group.addTask {
             for _ in 0..<500 {
               let me = atkThreadID()
-              waitingThreads.with { _ = $0.insert(me) }
+              waitingThreads.withLock { _ = $0.insert(me) }
               await a.write { value in
-                waitingThreads.with { _ = $0.remove(me) }
+                waitingThreads.withLock { _ = $0.remove(me) }
                 value += 1
               }
-              waitingThreads.with { _ = $0.remove(me) }
+              waitingThreads.withLock { _ = $0.remove(me) }
             }
           }
         }
       }
-      stop.with { $0 = true }
-      streamed.wait()
-      let count = violations.with { $0 }
-      if count > 0 {
-        attackErr("BREAK: \(count) bodies of another thread ran on a thread inside await write\n")
-        exit(1)
-      }
-      exit(0)
+      stream.stop()
+      let count = violations.load()
+      atkEnd(
+        breakingIf: count > 0,
+        "\(count) bodies of another thread ran on a thread inside await write")
     }
-    atkDiag(result)
-    #expect(!atkStderr(result).contains("BREAK"), "\(exitReport(result))")
+    expectNoBreak(result)
   }
+}
+
+/// In a child: `queueAhead` starts a wait for `a`'s writer, which this thread holds (the
+/// wait adds 10 once it has the writer), and returns how to wait for that wait's end; once
+/// it has queued, another thread queues a write that adds 1, and this thread releases. Ends
+/// the child with a BREAK unless that write has run once the wait ahead of it has ended.
+func atkExpectAWriteBehind(
+  _ what: String, _ queueAhead: (ThreadSafeSingleWriter<Int>) -> () async -> Void
+) async -> Never {
+  let a = ThreadSafeSingleWriter(value: 0)
+  var held = a.writer
+  let ended = queueAhead(a)
+  precondition(eventually { a.pendingCount == 1 }, "the \(what) never queued")
+  let ran = SharedFlag()
+  writeNextFromAnotherThread(a) { proxy in
+    proxy.write += 1
+    ran.set()
+  }
+  held = nil
+  _ = held
+  await ended()
+  a.withWriter { _ in }
+  atkEnd(
+    breakingIf: !ran.isSet || a.read != 11,
+    "the writeNext had not run once the \(what) ahead of it ended")
 }

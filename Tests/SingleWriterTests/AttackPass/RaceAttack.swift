@@ -24,11 +24,11 @@ actor AtkActorA {
     proxy.write.items.append(2)
   }
   func holdRecording(
-    _ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ thread: AtkBox<(UInt, UInt)>,
+    _ box: AtkSmuggled<SingleWriter<AtkLedger>>, _ thread: Locked<(UInt, UInt)>,
     while body: @Sendable () async -> Void
   ) async {
     let proxy = box.value.writer!
-    thread.with { $0.0 = atkThreadID() }
+    thread.withLock { $0.0 = atkThreadID() }
     proxy.write.items.append(1)
     await body()
     proxy.write.items.append(2)
@@ -54,47 +54,50 @@ actor AtkActorB {
 }
 
 /// An actor whose jobs run on a thread of its own (a custom serial executor).
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ExecutorJob
 actor AtkOwnThreadActor {
-  final class ThreadExecutor: SerialExecutor {
-    static let shared = ThreadExecutor()
-    private let ready = DispatchSemaphore(value: 0)
-    private let jobs = AtkBox<[UnownedJob]>([])
-    private init() {
-      Thread { [self] in
-        while true {
-          ready.wait()
-          let job = jobs.with { $0.removeFirst() }
-          job.runSynchronously(on: asUnownedSerialExecutor())
-        }
-      }.start()
-    }
-    func enqueue(_ job: consuming ExecutorJob) {
-      let job = UnownedJob(job)
-      jobs.with { $0.append(job) }
-      ready.signal()
-    }
-  }
+  static let executor = OwnThreadExecutor()
   nonisolated var unownedExecutor: UnownedSerialExecutor {
-    ThreadExecutor.shared.asUnownedSerialExecutor()
+    Self.executor.asUnownedSerialExecutor()
   }
   func use(_ box: AtkSmuggled<SingleWriter<AtkLedger>>) {
     _ = box.value.read.items.count
   }
 }
 
+/// The reports about an `AtkLedger` while `body` runs.
 func atkCollectReports(_ body: () async -> Void) async -> [RaceReport] {
-  let collected = AtkBox<[RaceReport]>([])
-  let previous = RaceDetector.onRace
-  RaceDetector.onRace = { report in
-    if report.resource.contains("AtkLedger") {
-      collected.with { $0.append(report) }
-    } else {
-      previous(report)
+  let collection = ReportCollection { $0.resource.contains("AtkLedger") }
+  defer { collection.stop() }
+  await body()
+  return collection.reports
+}
+
+/// Runs 200 rounds of `round`, each on a fresh plain `SingleWriter`, which records the
+/// thread where the writer was taken and the one that read meanwhile: every round in which
+/// they differ must have been reported. (Under load every round may run on one thread:
+/// then the test is inconclusive.)
+func atkExpectEveryCrossThreadRoundReported(
+  _ label: String, sourceLocation: SourceLocation = #_sourceLocation,
+  _ round: (AtkSmuggled<SingleWriter<AtkLedger>>, Locked<(UInt, UInt)>) async -> Void
+) async {
+  var differentThreads = 0
+  var reported = 0
+  for _ in 0..<200 {
+    let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
+    let threads = Locked((UInt(0), UInt(0)))
+    let reports = await atkCollectReports { await round(box, threads) }
+    let (mine, theirs) = threads.withLock { $0 }
+    if mine != theirs {
+      differentThreads += 1
+      if !reports.isEmpty { reported += 1 }
     }
   }
-  defer { RaceDetector.onRace = previous }
-  await body()
-  return collected.with { $0 }
+  attackErr("\(label): \(reported) of \(differentThreads) cross-thread rounds reported\n")
+  #expect(
+    reported == differentThreads,
+    "\(reported) of \(differentThreads) cross-thread rounds reported",
+    sourceLocation: sourceLocation)
 }
 
 // Nested in `RaceDetectorTests`, which is serialized: these tests swap the global
@@ -104,6 +107,7 @@ extension RaceDetectorTests {
     #if DEBUG
       /// Actor A (default executor, on the pool) holds the writer across an await; actor B,
       /// on a thread of its own, reads meanwhile: a race on two threads.
+      @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
       @Test func twoDifferentActorsOnDifferentThreadsAreReported() async {
         let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
         let a = AtkActorA()
@@ -117,29 +121,11 @@ extension RaceDetectorTests {
       /// Two default actors: rounds in which B's read ran on another thread than the one
       /// where A took the writer must each be reported.
       @Test func twoDefaultActorsOnDifferentThreadsAreReported() async {
-        var differentThreads = 0
-        var reported = 0
-        for _ in 0..<200 {
-          let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
-          let a = AtkActorA()
+        await atkExpectEveryCrossThreadRoundReported("default actors") { box, threads in
           let b = AtkActorB()
-          let threads = AtkBox((UInt(0), UInt(0)))
-          let reports = await atkCollectReports {
-            let pair = await a.holdAcross(box, b)
-            threads.with { $0 = pair }
-          }
-          let (mine, theirs) = threads.with { $0 }
-          if mine != theirs {
-            differentThreads += 1
-            if !reports.isEmpty { reported += 1 }
-          }
+          let pair = await AtkActorA().holdAcross(box, b)
+          threads.withLock { $0 = pair }
         }
-        attackErr(
-          "default actors: \(reported) of \(differentThreads) cross-thread rounds reported\n")
-        // Under load every round may run on one thread: then the test is inconclusive.
-        #expect(
-          reported == differentThreads,
-          "\(reported) of \(differentThreads) cross-thread rounds reported")
       }
 
       /// Actor A holds the writer across an await; a plain thread reads meanwhile.
@@ -167,33 +153,15 @@ extension RaceDetectorTests {
       /// Actor A holds the writer across an await; a detached (non-isolated) task reads
       /// meanwhile: every round in which it ran on another thread must be reported.
       @Test func anActorAndANonisolatedTaskOnAnotherThreadAreReported() async {
-        var differentThreads = 0
-        var reported = 0
-        for _ in 0..<200 {
-          let box = AtkSmuggled(SingleWriter(value: AtkLedger()))
-          let a = AtkActorA()
-          let threads = AtkBox((UInt(0), UInt(0)))
-          let reports = await atkCollectReports {
-            await a.holdRecording(box, threads) {
-              let theirs = await Task.detached { () -> UInt in
-                _ = box.value.read.items.count
-                return atkThreadID()
-              }.value
-              threads.with { $0.1 = theirs }
-            }
-          }
-          _ = reports
-          let (mine, theirs) = threads.with { $0 }
-          if mine != theirs {
-            differentThreads += 1
-            if !reports.isEmpty { reported += 1 }
+        await atkExpectEveryCrossThreadRoundReported("nonisolated reader") { box, threads in
+          await AtkActorA().holdRecording(box, threads) {
+            let theirs = await Task.detached { () -> UInt in
+              _ = box.value.read.items.count
+              return atkThreadID()
+            }.value
+            threads.withLock { $0.1 = theirs }
           }
         }
-        attackErr("nonisolated reader rounds: \(differentThreads), reported: \(reported)\n")
-        // Under load every round may run on one thread: then the test is inconclusive.
-        #expect(
-          reported == differentThreads,
-          "\(reported) of \(differentThreads) cross-thread rounds reported")
       }
 
       /// Two tasks of the same actor, taking turns, one holding across an await: no report.

@@ -16,14 +16,7 @@ import Testing
     ) {
       attackWatchdog(5, "withWriter inside the 9th nested read of its own container")
       let boxes = (0..<9).map { _ in ThreadSafeSingleWriter(value: 0) }
-      func nest(_ index: Int) {
-        if index == boxes.count - 1 {
-          boxes[index].read { _ in boxes[index].withWriter { $0 += 1 } }
-        } else {
-          boxes[index].read { _ in nest(index + 1) }
-        }
-      }
-      nest(0)
+      atkReadNested(boxes) { boxes[8].withWriter { $0 += 1 } }
     }
     expectStop(result, saying: readMessage)
   }
@@ -36,14 +29,7 @@ import Testing
     ) {
       attackWatchdog(5, "tryWrite inside the 12th nested read")
       let boxes = (0..<12).map { _ in ThreadSafeSingleWriter(value: 0) }
-      func nest(_ index: Int) {
-        if index == boxes.count - 1 {
-          boxes[index].read { _ in _ = boxes[index].tryWrite { $0 += 1 } }
-        } else {
-          boxes[index].read { _ in nest(index + 1) }
-        }
-      }
-      nest(0)
+      atkReadNested(boxes) { _ = boxes[11].tryWrite { $0 += 1 } }
     }
     expectStop(result, saying: readMessage)
   }
@@ -71,14 +57,9 @@ import Testing
       for _ in 0..<50 { try? nest(0) }
       for box in boxes { box.withWriter { $0 += 1 } }
       // Nested 10 deep, then back to depth 2: the two outer marks must still be named.
-      boxes[0].read { _ in
-        boxes[1].read { _ in
-          func deeper(_ index: Int) {
-            if index < 12 { boxes[index].read { _ in deeper(index + 1) } }
-          }
-          deeper(2)
-          for index in 2..<20 { boxes[index].withWriter { $0 += 1 } }
-        }
+      atkReadNested(boxes[0..<2]) {
+        atkReadNested(boxes[2..<12]) {}
+        for index in 2..<20 { boxes[index].withWriter { $0 += 1 } }
       }
       a.withWriter { $0 += 1 }
       exit(a.read { $0 } == 2 ? 0 : 1)
@@ -93,14 +74,9 @@ import Testing
     ) {
       attackWatchdog(5, "outer mark after deep nesting")
       let boxes = (0..<12).map { _ in ThreadSafeSingleWriter(value: 0) }
-      boxes[0].read { _ in
-        boxes[1].read { _ in
-          func deeper(_ index: Int) {
-            if index < 12 { boxes[index].read { _ in deeper(index + 1) } }
-          }
-          deeper(2)
-          boxes[0].withWriter { $0 += 1 }
-        }
+      atkReadNested(boxes[0..<2]) {
+        atkReadNested(boxes[2..<12]) {}
+        boxes[0].withWriter { $0 += 1 }
       }
     }
     expectStop(result, saying: readMessage)
@@ -116,22 +92,15 @@ import Testing
       let a = ThreadSafeSingleWriter(value: 0)
       let c = ThreadSafeSingleWriter(value: 0)
       for _ in 0..<200 {
-        let held = AtkBox(a.writer)
-        let queued = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-          a.writeNext { proxy in
-            c.read { _ in proxy.write += 1 }
-          }
-          queued.signal()
-        }
-        queued.wait()
-        held.with { $0 = nil }  // this thread serves the body, which reads c here
+        let held = Locked(a.writer)
+        writeNextFromAnotherThread(a) { proxy in c.read { _ in proxy.write += 1 } }
+        held.withLock { $0 = nil }  // this thread serves the body, which reads c here
         c.withWriter { $0 += 1 }
         _ = c.tryWrite { $0 += 1 }
       }
       exit(a.read { $0 } == 200 && c.read { $0 } == 400 ? 0 : 1)
     }
-    #expect(!atkStderr(result).contains("read { }"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("read { }"), "\(exitReport(result))")
   }
 
   /// A writeNext inside `a.read { }` while `a` is busy is allowed: it would not run at
@@ -141,27 +110,28 @@ import Testing
   /// program with "a write inside read", in a call the docs allow. The chain body prints
   /// "SERVED INSIDE READ" when it runs on the reading thread, as evidence.
   /// Failed intermittently before its fix: 4 of 6 runs alone (SIGILL, the read message, with the evidence
-  /// line); passed in 3 full-suite runs and one release run.
-  @Test func aWriteNextInsideAReadChosenToServeDoesNotStop() async {
+  /// line); passed in 3 full-suite runs and one release run. Reads for 3 s.
+  @Test(.tags(.realTime), .unlessRealTimeSkipped)
+  func aWriteNextInsideAReadChosenToServeDoesNotStop() async {
     let result = await #expect(
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
     ) {
       attackWatchdog(20, "writeNext inside a read, chosen to serve")
       let a = ThreadSafeSingleWriter(value: 0)
-      let stop = AtkBox(false)
-      let reader = AtkBox<UInt>(0)
-      let inRead = AtkBox(false)
+      let stop = Locked(false)
+      let reader = Locked<UInt>(0)
+      let inRead = Locked(false)
       @Sendable func chainBody(_ proxy: ThreadSafeWriterProxy<Int>) {
-        if atkThreadID() == reader.with({ $0 }), inRead.with({ $0 }) {
+        if atkThreadID() == reader.withLock({ $0 }), inRead.withLock({ $0 }) {
           attackErr("SERVED INSIDE READ: the reading thread runs queued bodies\n")
         }
         attackSpin(30_000)
-        if !stop.with({ $0 }) { a.writeNext(chainBody) }  // queued before this one ends
+        if !stop.withLock({ $0 }) { a.writeNext(chainBody) }  // queued before this one ends
         proxy.write += 1
       }
       // H holds the writer while F queues a long first body and then the chain head, so
       // that H owes only the first body and serves the chain on borrowed time.
-      let held = AtkBox(a.writer)
+      let held = Locked(a.writer)
       let queued = DispatchSemaphore(value: 0)
       Thread.detachNewThread {
         a.writeNext { proxy in
@@ -175,26 +145,37 @@ import Testing
       }
       queued.wait()
       Thread.detachNewThread {
-        held.with { $0 = nil }  // this thread serves: the first body, then the chain
+        held.withLock { $0 = nil }  // this thread serves: the first body, then the chain
       }
       queued.wait()
-      reader.with { $0 = atkThreadID() }
+      reader.withLock { $0 = atkThreadID() }
       let end = attackNow() + 3_000_000_000
       var calls = 0
       while attackNow() < end {
         a.read { _ in
-          inRead.with { $0 = true }
+          inRead.withLock { $0 = true }
           a.writeNext { proxy in proxy.write += 1 }
-          inRead.with { $0 = false }
+          inRead.withLock { $0 = false }
           calls += 1
         }
         attackSpin(20_000)
       }
-      stop.with { $0 = true }
+      stop.withLock { $0 = true }
       a.withWriter { $0 += 0 }
       attackErr("writeNexts inside reads: \(calls)\n")
       exit(0)
     }
-    #expect(!atkStderr(result).contains("read { }"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("read { }"), "\(exitReport(result))")
   }
+}
+
+/// Reads `boxes` nested, each inside the `read { }` of the one before, and runs
+/// `innermost` inside the last.
+func atkReadNested(_ boxes: ArraySlice<ThreadSafeSingleWriter<Int>>, _ innermost: () -> Void) {
+  guard let first = boxes.first else { return innermost() }
+  first.read { _ in atkReadNested(boxes.dropFirst(), innermost) }
+}
+
+func atkReadNested(_ boxes: [ThreadSafeSingleWriter<Int>], _ innermost: () -> Void) {
+  atkReadNested(boxes[...], innermost)
 }

@@ -15,11 +15,11 @@ struct AtkCounter: Sendable {
   }
   /// A write access held across a suspension: the task may resume on any pool thread.
   mutating func bumpAcross(
-    _ started: AtkBox<UInt>, _ gate: AtkBox<CheckedContinuation<Void, Never>?>
+    _ started: Locked<UInt>, _ gate: Locked<CheckedContinuation<Void, Never>?>
   ) async {
     n += 1
-    started.with { $0 = atkThreadID() }
-    await withCheckedContinuation { continuation in gate.with { $0 = continuation } }
+    started.withLock { $0 = atkThreadID() }
+    await withCheckedContinuation { continuation in gate.withLock { $0 = continuation } }
     n += 1
   }
 }
@@ -35,20 +35,13 @@ struct AtkCounter: Sendable {
       let a = ThreadSafeSingleWriter(value: AtkCounter())
       let b = ThreadSafeSingleWriter(value: 0)
       for _ in 0..<20 {
-        let taken = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-          let held = b.writer!
-          taken.signal()
-          atkSleep(0.01)
-          withExtendedLifetime(held) {}
-        }
-        taken.wait()
+        holdWriterElsewhere(b, for: 0.01)
         let proxy = a.writer!
         proxy.write.writeOther(b)
       }
       exit(b.read { $0 } == 20 && a.read { $0.n } == 40 ? 0 : 1)
     }
-    #expect(!atkStderr(result).contains("ThreadSafeSingleWriter:"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("ThreadSafeSingleWriter:"), "\(exitReport(result))")
   }
 
   /// A task holds a write access through a proxy across an `await` (an async mutating
@@ -63,46 +56,11 @@ struct AtkCounter: Sendable {
     ) {
       attackWatchdog(20, "withWriter by another task on the access's thread")
       let a = ThreadSafeSingleWriter(value: AtkCounter())
-      var landed = 0
-      for _ in 0..<20 {
-        let started = AtkBox<UInt>(0)
-        let gate = AtkBox<CheckedContinuation<Void, Never>?>(nil)
-        let first = Task {
-          let proxy = a.writer!
-          await proxy.write.bumpAcross(started, gate)
-        }
-        while gate.with({ $0 }) == nil { try? await Task.sleep(nanoseconds: 100_000) }
-        let thread = started.with { $0 }
-        // Probes: the first one that runs on `thread` opens the gate and waits for `a`.
-        let probe = AtkBox(false)
-        let deadline = attackNow() + 1_000_000_000
-        while !probe.with({ $0 }), attackNow() < deadline {
-          await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 {
-              group.addTask {
-                guard atkThreadID() == thread,
-                  probe.with({ old in
-                    defer { old = true }
-                    return !old
-                  })
-                else { return }
-                let resume = gate.with { $0.take() }!
-                Thread.detachNewThread {
-                  atkSleep(0.02)
-                  resume.resume()
-                }
-                a.withWriter { $0.n += 100 }
-              }
-            }
-          }
-        }
-        if probe.with({ $0 }) { landed += 1 } else { gate.with { $0.take() }?.resume() }
-        await first.value
-      }
+      let landed = await atkProbeTheThreadOfASuspendedAccess(a) { a.withWriter { $0.n += 100 } }
       attackErr("probes that landed on the access's thread: \(landed)\n")
       exit(0)
     }
-    #expect(!atkStderr(result).contains(accessMessage), "\(exitReport(result))")
+    #expect(!standardError(result).contains(accessMessage), "\(exitReport(result))")
     #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
   }
 
@@ -115,45 +73,57 @@ struct AtkCounter: Sendable {
     ) {
       attackWatchdog(20, "read by another task on the access's thread")
       let a = ThreadSafeSingleWriter(value: AtkCounter())
-      var landed = 0
-      for _ in 0..<20 {
-        let started = AtkBox<UInt>(0)
-        let gate = AtkBox<CheckedContinuation<Void, Never>?>(nil)
-        let first = Task {
-          let proxy = a.writer!
-          await proxy.write.bumpAcross(started, gate)
-        }
-        while gate.with({ $0 }) == nil { try? await Task.sleep(nanoseconds: 100_000) }
-        let thread = started.with { $0 }
-        let probe = AtkBox(false)
-        let deadline = attackNow() + 1_000_000_000
-        while !probe.with({ $0 }), attackNow() < deadline {
-          await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 {
-              group.addTask {
-                guard atkThreadID() == thread,
-                  probe.with({ old in
-                    defer { old = true }
-                    return !old
-                  })
-                else { return }
-                let resume = gate.with { $0.take() }!
-                Thread.detachNewThread {
-                  atkSleep(0.02)
-                  resume.resume()
-                }
-                _ = a.read { $0.n }
-              }
-            }
-          }
-        }
-        if probe.with({ $0 }) { landed += 1 } else { gate.with { $0.take() }?.resume() }
-        await first.value
-      }
+      let landed = await atkProbeTheThreadOfASuspendedAccess(a) { _ = a.read { $0.n } }
       attackErr("probes that landed on the access's thread: \(landed)\n")
       exit(0)
     }
-    #expect(!atkStderr(result).contains("read inside a write"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("read inside a write"), "\(exitReport(result))")
     #expect(result?.exitStatus == .exitCode(0), "\(exitReport(result))")
   }
+}
+
+/// In a child: 20 rounds in which a task holds a write access to `a` through a proxy
+/// across a suspension, while probe tasks run until one lands on the thread where that
+/// access began (for up to a second a round). That one lets another thread resume the
+/// access 20 ms later, then calls `probe`, a legitimate wait. Returns how many landed.
+func atkProbeTheThreadOfASuspendedAccess(
+  _ a: ThreadSafeSingleWriter<AtkCounter>, _ probe: @escaping @Sendable () -> Void
+) async -> Int {
+  var landed = 0
+  for _ in 0..<20 {
+    let started = Locked<UInt>(0)
+    let gate = Locked<CheckedContinuation<Void, Never>?>(nil)
+    let first = Task {
+      let proxy = a.writer!
+      await proxy.write.bumpAcross(started, gate)
+    }
+    while gate.withLock({ $0 }) == nil { try? await Task.sleep(nanoseconds: 100_000) }
+    let thread = started.withLock { $0 }
+    // Probes: the first one that runs on `thread` opens the gate and waits.
+    let landedHere = Locked(false)
+    let deadline = attackNow() + 1_000_000_000
+    while !landedHere.withLock({ $0 }), attackNow() < deadline {
+      await withTaskGroup(of: Void.self) { group in
+        for _ in 0..<4 {
+          group.addTask {
+            guard atkThreadID() == thread,
+              landedHere.withLock({ old in
+                defer { old = true }
+                return !old
+              })
+            else { return }
+            let resume = gate.withLock { $0.take() }!
+            Thread.detachNewThread {
+              atkSleep(0.02)
+              resume.resume()
+            }
+            probe()
+          }
+        }
+      }
+    }
+    if landedHere.withLock({ $0 }) { landed += 1 } else { gate.withLock { $0.take() }?.resume() }
+    await first.value
+  }
+  return landed
 }

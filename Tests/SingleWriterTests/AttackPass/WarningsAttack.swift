@@ -6,7 +6,8 @@ import Testing
 // Promise "True warnings": a warning says "this same task" or "this same thread" only
 // when it is; no false silence when the same task waits behind its own proxy.
 
-@Suite struct AttackPassWarnings {
+/// Each waits behind a proxy past the second after which a wait warns: real time.
+@Suite(.tags(.realTime), .unlessRealTimeSkipped) struct AttackPassWarnings {
   /// Found by the attack pass: a task calls writeNext on a free container; its thread runs its
   /// body, then serves a plain thread's queued body, which keeps its proxy and hands it to
   /// that plain thread. `lend` records the serving thread's task as the holder, so the
@@ -18,34 +19,16 @@ import Testing
     ) {
       attackWatchdog(10, "false same-task warning")
       let a = ThreadSafeSingleWriter(value: 0)
-      let kept = AtkBox<ThreadSafeWriterProxy<Int>?>(nil)
-      let bodyStarted = DispatchSemaphore(value: 0)
-      let otherQueued = DispatchSemaphore(value: 0)
-      let released = DispatchSemaphore(value: 0)
-      // The plain thread: queues a body that keeps its proxy, holds it 2.5 s, releases.
-      Thread.detachNewThread {
-        bodyStarted.wait()
-        a.writeNext { proxy in kept.with { $0 = proxy } }
-        otherQueued.signal()
-        while kept.with({ $0 }) == nil { usleep(1_000) }
-        atkSleep(2.5)
-        kept.with { $0 = nil }
-        released.signal()
-      }
-      await Task.detached {
-        a.writeNext { proxy in
-          bodyStarted.signal()
-          otherQueued.wait()  // the plain thread's body is queued behind this one
-          proxy.write += 1
-        }
+      let released = await Task.detached {
+        let released = atkServeAKeptBodyOfAnotherThread(a)
         // This task's thread served the other body, which kept its proxy.
         await a.write { $0 += 1 }
+        return released
       }.value
       released.wait()
       exit(0)
     }
-    let standardError = atkStderr(result)
-    #expect(!standardError.contains("this same task"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("this same task"), "\(exitReport(result))")
   }
 
   /// The thread variant (pre-existing, kept in `lend`): a plain thread that served another
@@ -57,26 +40,11 @@ import Testing
     ) {
       attackWatchdog(10, "false same-thread warning")
       let a = ThreadSafeSingleWriter(value: 0)
-      let kept = AtkBox<ThreadSafeWriterProxy<Int>?>(nil)
-      let bodyStarted = DispatchSemaphore(value: 0)
-      let otherQueued = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
-        bodyStarted.wait()
-        a.writeNext { proxy in kept.with { $0 = proxy } }
-        otherQueued.signal()
-        while kept.with({ $0 }) == nil { usleep(1_000) }
-        atkSleep(2.5)
-        kept.with { $0 = nil }
-      }
-      a.writeNext { proxy in
-        bodyStarted.signal()
-        otherQueued.wait()
-        proxy.write += 1
-      }
+      _ = atkServeAKeptBodyOfAnotherThread(a)
       a.withWriter { $0 += 1 }
       exit(0)
     }
-    #expect(!atkStderr(result).contains("this same thread"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("this same thread"), "\(exitReport(result))")
   }
 
   /// No false silence: a task that holds a proxy from `writer`, then awaits write on the
@@ -94,7 +62,7 @@ import Testing
         withExtendedLifetime(proxy) {}
       }.value
     }
-    #expect(atkStderr(result).contains("this same task"), "\(exitReport(result))")
+    #expect(standardError(result).contains("this same task"), "\(exitReport(result))")
   }
 
   /// A task that held a proxy, released it, and then waits behind another thread's proxy
@@ -114,18 +82,36 @@ import Testing
           let proxy = a.writer!
           proxy.write += 1
         }
-        let taken = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-          let held = a.writer!
-          taken.signal()
-          atkSleep(1.8)
-          withExtendedLifetime(held) {}
-        }
-        taken.wait()
+        holdWriterElsewhere(a, for: 1.8)
         await a.write { $0 += 1 }
       }.value
       exit(0)
     }
-    #expect(!atkStderr(result).contains("same task"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("same task"), "\(exitReport(result))")
   }
+}
+
+/// Runs a body on this thread that lets a plain thread queue a body behind it; that body
+/// keeps its proxy, so this thread, serving it, lends the proxy to the plain thread, which
+/// holds it for 2.5 s. Returns a semaphore signalled once the plain thread has let go.
+func atkServeAKeptBodyOfAnotherThread(_ a: ThreadSafeSingleWriter<Int>) -> DispatchSemaphore {
+  let kept = Locked<ThreadSafeWriterProxy<Int>?>(nil)
+  let bodyStarted = DispatchSemaphore(value: 0)
+  let otherQueued = DispatchSemaphore(value: 0)
+  let released = DispatchSemaphore(value: 0)
+  Thread.detachNewThread {
+    bodyStarted.wait()
+    a.writeNext { proxy in kept.withLock { $0 = proxy } }
+    otherQueued.signal()
+    while kept.withLock({ $0 }) == nil { usleep(1_000) }
+    atkSleep(2.5)
+    kept.withLock { $0 = nil }
+    released.signal()
+  }
+  a.writeNext { proxy in
+    bodyStarted.signal()
+    otherQueued.wait()  // the plain thread's body is queued behind this one
+    proxy.write += 1
+  }
+  return released
 }
