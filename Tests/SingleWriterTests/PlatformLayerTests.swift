@@ -17,9 +17,9 @@ import Testing
     deinit { pointer.deallocate() }
   }
 
-  @Test func theHoldersAndTheEnqueuersAtomicsAreOnCacheLinesOfTheirOwn() {
+  @Test func theHoldersTheEnqueuersAndTheServersAtomicsAreOnCacheLinesOfTheirOwn() {
     let line = Int(SW_CACHE_LINE)
-    #expect(MemoryLayout<sw_ts_sync>.size == 2 * line)
+    #expect(MemoryLayout<sw_ts_sync>.size == 3 * line)
     let sync = UnsafeMutablePointer<sw_ts_sync>.allocateOnOwnCacheLines(sw_ts_sync())
     defer { sync.deallocate() }
     let base = Int(bitPattern: sync)
@@ -34,6 +34,9 @@ import Testing
     #expect(lineOf(sw_ts_checkout_task(sync)) == 0)
     #expect(lineOf(sw_ts_queued_hint(sync)) == 1)
     #expect(lineOf(sw_ts_hand_off_lock(sync)) == 1)
+    #expect(lineOf(sw_ts_arrived_writes(sync)) == 1)
+    #expect(lineOf(sw_ts_started_writes(sync)) == 2)
+    #expect(lineOf(sw_ts_room(sync)) == 2)
   }
 
   @Test func threadIDsAreNonZeroDistinctStableAndLeaveTheLowBitFree() async {
