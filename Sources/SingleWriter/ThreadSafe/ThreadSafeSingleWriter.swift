@@ -273,7 +273,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// has returned, every write has run.
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
-  /// that thread leave it the CPU. Since the caller may be chosen to run other threads'
+  /// that thread leave it the CPU. In a container made with
+  /// ``init(value:maxQueuedWrites:)``, it waits for room while that many writes wait. Since the caller may be chosen to run other threads'
   /// queued bodies, do not call it while holding a lock that a queued body takes.
   ///
   /// `body` may keep the proxy, and the checkout then lasts until that proxy is
