@@ -95,6 +95,13 @@ func queuedInOrder() -> [Int] {
   return log.read  // [1, 2, 3]
 }
 
+func flush(_ events: ThreadSafeSingleWriter<[String]>, _ batch: [String]) async {
+  for event in batch { events.writeNext { $0.write.append(event) } }
+  await events.drained()  // every append above has run
+}
+
+let log = ThreadSafeSingleWriter(value: [String](), maxQueuedWrites: 1_024)
+
 // MARK: Moving from the article's gist
 
 struct Profile {
@@ -105,8 +112,6 @@ struct Profile {
 @MainActor enum Model {
   static let profile = SingleWriter(value: Profile(name: "Default", visits: []))
 }
-
-@MainActor let profile = Model.profile
 
 @MainActor func renameAndVisit() {
   let profile = Model.profile
@@ -121,7 +126,7 @@ struct Profile {
 
 @MainActor func lentProxy() {
   weak var kept: WriterProxy<Profile>?
-  profile.writeNext { proxy in
+  Model.profile.writeNext { proxy in
     proxy.write.visits.append("settings")
     kept = proxy  // a weak reference does not keep the checkout
   }
@@ -164,10 +169,12 @@ func recordVisit(_ page: String) {
   try? await recount()
   print("waiting: \(took) \(sold) \(more) \(inventory.read) \(queuedInOrder())")
   // true true false ["pear": 5] [1, 2, 3]
+  await flush(log, ["opened", "saved"])
+  print("backlog: \(log.read), \(log.queuedWrites) queued")  // ["opened", "saved"], 0 queued
 
   renameAndVisit()
   lentProxy()
   recordVisit("home")
-  print("moving: \(profile.read.visits), \(visits)")
+  print("moving: \(Model.profile.read.visits), \(visits)")
   // ["home", "settings"], ThreadSafeSingleWriter<Visits>(Visits(pages: ["home"]))
 }
