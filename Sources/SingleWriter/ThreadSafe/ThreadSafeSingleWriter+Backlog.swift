@@ -28,6 +28,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     if maxQueuedWrites != .max, sw_load_relaxed(lock.roomWanted) != 0 { makeRoom() }
   }
 
+  /// `startedWrite`, for a `checkout()` whose own enqueue took the free checkout: rare,
+  /// so out of line, keeping the enqueue's lock closure small enough to inline.
+  @usableFromInline @inline(never) func startedOwnEntry() { startedWrite() }
+
   @usableFromInline func makeRoom() {
     sw_store_release(lock.roomWanted, 0)
     sw_fetch_add(lock.room, 1)
@@ -41,6 +45,23 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     !(sw_uptr_load(lock.checkoutThread) & ~1 == me || sw_reading_contains(lock.sync)
       || lock.isHeld(byTask: sw_current_task())
       || lock.withHandOffLock({ handOff.pointee.server == me }))
+  }
+
+  /// A bounded backlog admits a `writeNext` only with room, counted under the same lock
+  /// as the arrivals, so that concurrent producers never pass the bound.
+  @usableFromInline
+  func arriveWithRoom(
+    _ entry: Pending, from me: UInt, mayServe: Bool, holding: Bool
+  ) -> (HandOff<Pending>.Arrival, Bool) {
+    while true {
+      waitForRoom()
+      let admitted = lock.withHandOffLock { () -> (HandOff<Pending>.Arrival, Bool)? in
+        guard queuedWrites < maxQueuedWrites else { return nil }
+        return arrive(
+          entry, from: me, atFront: false, mayServe: mayServe, holding: holding, isWrite: true)
+      }
+      if let admitted { return admitted }
+    }
   }
 
   /// Sleeps while the bounded backlog is full.

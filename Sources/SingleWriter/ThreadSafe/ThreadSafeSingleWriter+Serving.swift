@@ -38,27 +38,31 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     let me = sw_current_thread()
     // Nor is a thread inside this container's `read { }`: the bodies it would serve write.
     var mayServe: Bool
+    var isWrite = true
     switch entry {
     case .write, .waiter: mayServe = true
-    case .asyncWrite, .checkout, .drain: mayServe = false
+    case .asyncWrite, .checkout: mayServe = false
+    case .drain:
+      mayServe = false
+      isWrite = false
     }
     if mayServe, sw_reading_depth() != 0, sw_reading_contains(lock.sync) { mayServe = false }
     // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
     // served body running here): this thread owes it when it ends the checkout.
     let holding = sw_uptr_load(lock.checkoutThread) & ~1 == me
-    // A bounded backlog admits a `writeNext` only with room, counted under the same lock
-    // as the arrivals, so that concurrent producers never pass the bound.
     var bounded = false
     if maxQueuedWrites != .max, case .write = entry { bounded = waitsForRoom(me) }
-    var admitted: (HandOff<Pending>.Arrival, Bool)?
-    repeat {
-      if bounded { waitForRoom() }
-      admitted = lock.withHandOffLock { () -> (HandOff<Pending>.Arrival, Bool)? in
-        if bounded, queuedWrites >= maxQueuedWrites { return nil }
-        return arrive(entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
+    let arrival: HandOff<Pending>.Arrival
+    let tookOver: Bool
+    if bounded {
+      (arrival, tookOver) = arriveWithRoom(entry, from: me, mayServe: mayServe, holding: holding)
+    } else {
+      (arrival, tookOver) = lock.withHandOffLock {
+        arrive(
+          entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding,
+          isWrite: isWrite)
       }
-    } while admitted == nil
-    let (arrival, tookOver) = admitted.unsafelyUnwrapped
+    }
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
     // up the rest of this time slice (the call still returns without waiting), so that
     // on a machine with fewer cores than writers that thread gets to run.
@@ -79,18 +83,17 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// thread took the checkout.
   @inlinable @inline(__always)
   func arrive(
-    _ entry: Pending, from me: UInt, atFront: Bool, mayServe: Bool, holding: Bool
+    _ entry: Pending, from me: UInt, atFront: Bool, mayServe: Bool, holding: Bool,
+    isWrite: Bool
   ) -> (HandOff<Pending>.Arrival, Bool) {
     let arrival = handOff.pointee.arrive(
       entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
-    if entry.isWrite {
-      sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1)
-    }
+    if isWrite { sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1) }
     let tookOver = arrival.setQueued && lock.markQueued()
     if tookOver, case .checkout = entry {
       handOff.pointee.takeOwnEntry()
       ran &+= 1  // this thread holds the checkout now
-      startedWrite()
+      startedOwnEntry()
     }
     return (arrival, tookOver)
   }
@@ -250,9 +253,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   func runNext(_ me: UInt) -> Served {
     ran &+= 1
     sw_uptr_store(lock.checkoutThread, scoped(me))
-    let entry = pending.pointee.popFirst().unsafelyUnwrapped
-    if entry.isWrite { startedWrite() }
-    switch entry {
+    // Counted as started (`queuedWrites`) before it is looked at, and taken back for a
+    // `drained()` marker, which is not a write: a test of the entry first would copy it.
+    startedWrite()
+    switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
@@ -261,6 +265,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     case .checkout(let waiter):
       return offerCheckout(to: waiter, me) ? .handedOff : .ran
     case .drain(let waiter):
+      sw_uptr_store(lock.startedWrites, sw_uptr_load(lock.startedWrites) &- 1)
       if waiter.apply(.reach) {
         waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
       }

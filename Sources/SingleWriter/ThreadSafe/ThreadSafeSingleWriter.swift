@@ -74,12 +74,6 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     /// A `drained()`: resumed when its turn comes, every write ahead of it having run.
     /// Not a write: it takes nothing and is not counted in `queuedWrites`.
     case drain(TaskWaiter)
-
-    /// Whether this entry is a write, counted in `queuedWrites`.
-    @inlinable var isWrite: Bool {
-      if case .drain = self { return false }
-      return true
-    }
   }
 
   /// The writes that found the checkout busy and the thread serving them, behind the
