@@ -105,7 +105,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// thread, a closure write's body, a queued body being served here) or from inside this
   /// container's `read { }`, it queues past the bound. Other waits are not bounded by
   /// it: `await write` and `checkout()` suspend as before, and a `withWriter` that queued
-  /// waits in its own thread.
+  /// waits in its own thread. Since a `writeNext` may now wait for the queued bodies to
+  /// run, a queued body must not wait for a thread that calls `writeNext` on this
+  /// container.
   @inlinable
   public convenience init(value: consuming sending Value, maxQueuedWrites: Int) {
     precondition(maxQueuedWrites > 0, "maxQueuedWrites must be at least 1")
