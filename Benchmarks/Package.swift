@@ -69,7 +69,10 @@ let package = Package(
     // actor; run by compare.sh after Contended.
     .executableTarget(
       name: "AsyncContended",
-      dependencies: [.product(name: "SingleWriter", package: "SingleWriter")],
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+      ],
       path: "Tools/AsyncContended"
     ),
     // Long transactions while other threads read, and a single-flight token refresh:
@@ -87,6 +90,7 @@ let package = Package(
     .executableTarget(
       name: "Server",
       dependencies: [
+        "BenchmarkSupport",
         .product(name: "SingleWriter", package: "SingleWriter"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -1,6 +1,7 @@
 // One sample of the transactions case: a writer running transactions back to back while
 // reader threads (or tasks, for the actor) read as fast as they can, until a stop flag.
 
+import BenchmarkSupport
 import Dispatch
 import Foundation
 
@@ -19,9 +20,9 @@ struct Sample {
   var broken = 0
   /// Increments missing from the final value.
   var lost = 0
-  var latencies = Histogram()
+  var latencies = LatencyHistogram()
   /// For each transaction, the writer's wait from asking to having exclusive access.
-  var writerWaits = Histogram()
+  var writerWaits = LatencyHistogram()
 
   var transactionsPerSecond: Double { Double(transactions) * 1e9 / Double(writerNs) }
   var readsPerSecond: Double {
@@ -38,14 +39,14 @@ final class Slots: @unchecked Sendable {
   var counts: [Int]
   var inside: [Int]
   var broken = 0
-  let histograms: [Histogram]
+  let histograms: [LatencyHistogram]
 
   init(_ threads: Int) {
     starts = Array(repeating: 0, count: threads)
     ends = Array(repeating: 0, count: threads)
     counts = Array(repeating: 0, count: threads)
     inside = Array(repeating: 0, count: threads)
-    histograms = (0..<threads).map { _ in Histogram() }
+    histograms = (0..<threads).map { _ in LatencyHistogram() }
   }
 
   /// Slot 0 is the writer's; the others are readers'.
@@ -71,7 +72,7 @@ final class Slots: @unchecked Sendable {
 /// loads of the sequence, which every variant pays alike.
 @inline(__always)
 func recordRead(
-  _ value: Int, before: Int, after: Int, previous: inout UInt64, histogram: Histogram,
+  _ value: Int, before: Int, after: Int, previous: inout UInt64, histogram: LatencyHistogram,
   inside: inout Int, total: inout Int
 ) {
   let time = now()
@@ -216,19 +217,7 @@ func runActor(
   usleep(useconds_t(milliseconds * 1_000))
   stop.set()
   done.wait()
-  let final = Final()
-  let fetched = DispatchSemaphore(value: 0)
-  Task.detached {
-    final.value = await shared.read()
-    fetched.signal()
-  }
-  fetched.wait()
-  return slots.sample(writes: writes, finalValue: final.value)
-}
-
-final class Final: @unchecked Sendable {
-  // Unchecked: written by one task before a semaphore signal, read after the wait.
-  var value = 0
+  return slots.sample(writes: writes, finalValue: blockingAwait { await shared.read() })
 }
 
 /// With `pinned`, the threads are pinned to cores; the actor's tasks cannot be, and run
