@@ -85,6 +85,13 @@ let package = Package(
       ],
       path: "Tools/Transactions"
     ),
+    // Turns the suites' samples into the ratio table (and checks it against
+    // ratios-baseline.json), and Tools/Transactions' JSON into the README's chart.
+    .executableTarget(
+      name: "Report",
+      dependencies: ["BenchmarkSupport"],
+      path: "Tools/Report"
+    ),
     // A Hummingbird server whose handlers read state that a background task rebuilds in
     // long transactions, over one of four containers; loaded by server-bench.sh.
     .executableTarget(

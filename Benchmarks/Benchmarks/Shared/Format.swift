@@ -23,7 +23,7 @@ public enum Format {
   }
 
   /// A plain figure (ns/op, a ratio, a count per op): thousands grouped from 100 up, one
-  /// decimal from 10, else `digits` decimals; empty for `nil`. compare.py's `fmt`.
+  /// decimal from 10, else `digits` decimals; empty for `nil`. The ratio table's cells.
   public static func number(_ value: Double?, digits: Int = 2) -> String {
     guard let value else { return "" }
     if value >= 100 { return grouped(value) }

@@ -1,6 +1,6 @@
 extension Collection where Element == Double {
   /// The middle value, or the mean of the two middle ones; `nil` when empty. Every tool's
-  /// "median over rounds" is this one, as Python's `statistics.median` was for compare.py.
+  /// "median over rounds" and the ratio table's median over runs are this one.
   public func median() -> Double? {
     guard !isEmpty else { return nil }
     let sorted = sorted()
