@@ -15,28 +15,6 @@ func now() -> UInt64 {
 
 typealias Padding = (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int)
 
-/// A one-shot start line. Threads spin on one atomic word until the last one arrives, so
-/// they leave within the same few hundred nanoseconds; nobody is woken up through the
-/// kernel, as a semaphore or condition would.
-final class StartLine: Sendable {
-  private let arrived = Atomic(0)
-  private let count: Int
-
-  init(_ count: Int) { self.count = count }
-
-  var isOpen: Bool { arrived.load(ordering: .acquiring) >= count }
-
-  func arriveAndWait() {
-    if arrived.add(1, ordering: .acquiringAndReleasing).newValue == count { return }
-    var spins = 0
-    while !isOpen {
-      spins &+= 1
-      // With more threads than cores, a thread still on its way needs a core to arrive.
-      if spins & 0x3FFF == 0 { sched_yield() }
-    }
-  }
-}
-
 /// The flag every loop checks once per increment, on cache lines of its own so that the
 /// check is a load from the core's own cache until the flag is set.
 final class StopFlag: Sendable {
@@ -123,7 +101,7 @@ struct Sample {
 /// Runs one sample of `kind` on `threads` threads for about `milliseconds` after they start.
 func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) -> Sample {
   let trial = makeTrial(kind)
-  let line = StartLine(threads)
+  let line = StartLine(threads, yieldEvery: 1 << 14)
   let stop = StopFlag()
   let slots = Slots(threads: threads)
   let window = Window(threads: threads, count: trial.count)

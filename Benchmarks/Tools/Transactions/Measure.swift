@@ -1,4 +1,4 @@
-// Clock, work, start line and stop flag shared by both cases.
+// Clock, work and stop flag shared by both cases.
 
 import BenchmarkSupport
 import Dispatch
@@ -54,25 +54,6 @@ func sink(_ value: UInt64) { sunk.store(value, ordering: .relaxed) }
 @inline(__always)
 func sink(_ value: Int) { sink(UInt64(bitPattern: Int64(value))) }
 let sunk = Atomic<UInt64>(0)
-
-/// Threads spin here until the last one arrives, so they start within microseconds of
-/// each other without a kernel wake-up.
-final class StartLine: Sendable {
-  private let arrived = Atomic(0)
-  private let count: Int
-
-  init(_ count: Int) { self.count = count }
-
-  func arriveAndWait() {
-    arrived.add(1, ordering: .acquiringAndReleasing)
-    var spins = 0
-    while arrived.load(ordering: .acquiring) < count {
-      spins &+= 1
-      // More threads than cores: one still on its way needs a core to arrive.
-      if spins & 0x3FF == 0 { sched_yield() }
-    }
-  }
-}
 
 /// Set once by the main thread; every loop checks it once per operation.
 final class StopFlag: Sendable {
