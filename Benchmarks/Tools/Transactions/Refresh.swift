@@ -156,16 +156,18 @@ actor ActorStore: TokenStore {
   func uses() async -> Int { session.uses }
 }
 
-/// What one sample of the refresh case did.
+/// What one sample of the refresh case did: its uses, its flight log's counts (fetches,
+/// the most in flight at once, writes made during one, uses that found one in flight), the
+/// writes lost and every use's latency.
 struct RefreshSample {
-  var uses = 0
-  var seconds = 0.0
-  var refreshes = 0
-  var maxInFlight = 0
-  var staleWrites = 0
-  var waited = 0
-  var lost = 0
-  var latencies = LatencyHistogram()
+  let uses: Int
+  let seconds: Double
+  let refreshes: Int
+  let maxInFlight: Int
+  let staleWrites: Int
+  let waited: Int
+  let lost: Int
+  let latencies: LatencyHistogram
 
   var usesPerSecond: Double { Double(uses) / seconds }
 }
@@ -214,16 +216,15 @@ func runRefreshSample<S: TokenStore>(
   done.wait()
   let seconds = Double(now() - start) / 1e9
   let final = blockingAwait { await store.uses() }
-  var sample = RefreshSample()
-  sample.uses = slots.counts.reduce(0, +)
-  sample.seconds = seconds
-  sample.refreshes = log.refreshes.load(ordering: .relaxed)
-  sample.maxInFlight = log.maxInFlight.load(ordering: .relaxed)
-  sample.staleWrites = log.staleWrites.load(ordering: .relaxed)
-  sample.waited = log.waitedForRefresh.load(ordering: .relaxed)
-  sample.lost = write ? sample.uses - final : final
-  for histogram in slots.histograms { sample.latencies.merge(histogram) }
-  return sample
+  let uses = slots.counts.reduce(0, +)
+  let latencies = LatencyHistogram()
+  for histogram in slots.histograms { latencies.merge(histogram) }
+  return RefreshSample(
+    uses: uses, seconds: seconds, refreshes: log.refreshes.load(ordering: .relaxed),
+    maxInFlight: log.maxInFlight.load(ordering: .relaxed),
+    staleWrites: log.staleWrites.load(ordering: .relaxed),
+    waited: log.waitedForRefresh.load(ordering: .relaxed), lost: write ? uses - final : final,
+    latencies: latencies)
 }
 
 enum RefreshVariant: String, CaseIterable {
