@@ -9,28 +9,30 @@ public final class LatencyHistogram: @unchecked Sendable {
   // merged by the main thread after a join (`DispatchGroup.wait()`), which orders the writes.
 
   /// Enough buckets for every `UInt64`: values below 32 exactly, then 16 per power of two.
-  public static let bucketCount = 32 + 59 * 16
-  /// The default limit of `countOverLimit`: 10 ms, the contended goal's bound.
-  public static let defaultLimit: UInt64 = 10_000_000
+  @inlinable public static var bucketCount: Int { 32 + 59 * 16 }
+  /// The limit of `countOverLimit`: 10 ms, the contended goal's bound.
+  @inlinable public static var limit: UInt64 { 10_000_000 }
 
+  // Laid out as the tools' histograms always were (buckets, max, total; the count over the
+  // limit after the last bucket), and with no exclusivity check on the counters, which code
+  // inlined into another module would otherwise make at each record: three runtime calls
+  // between two measured calls. Safe: one thread records into a histogram at a time.
   @usableFromInline let counts: UnsafeMutablePointer<Int>
-  @usableFromInline let limit: UInt64
-  @usableFromInline var maxSeen: UInt64 = 0
-  @usableFromInline var recorded = 0
-  @usableFromInline var overLimit = 0
+  @usableFromInline @exclusivity(unchecked) var maxSeen: UInt64 = 0
+  @usableFromInline @exclusivity(unchecked) var recorded = 0
 
   /// The largest value recorded (exact).
   public var max: UInt64 { maxSeen }
   /// Values recorded.
   public var total: Int { recorded }
-  /// Values above `limit` (exact, where a bucket would blur it).
-  public var countOverLimit: Int { overLimit }
+  /// Values above `limit` (exact, where a bucket would blur it) among those counted with
+  /// `record(_:)`.
+  public var countOverLimit: Int { counts[Self.bucketCount] }
 
-  /// An empty histogram counting the values above `limit` exactly.
-  public init(limit: UInt64 = LatencyHistogram.defaultLimit) {
-    self.limit = limit
-    counts = .allocate(capacity: Self.bucketCount)
-    counts.initialize(repeating: 0, count: Self.bucketCount)
+  /// An empty histogram.
+  public init() {
+    counts = .allocate(capacity: Self.bucketCount + 1)
+    counts.initialize(repeating: 0, count: Self.bucketCount + 1)
   }
 
   /// A snapshot of counts kept elsewhere (the server counts with atomics), to read
@@ -61,21 +63,28 @@ public final class LatencyHistogram: @unchecked Sendable {
     return (UInt64(16 + (index - 32) % 16 + 1) << UInt64(exponent - 4)) - 1
   }
 
-  /// Counts one value.
+  /// Counts one value, and counts it in `countOverLimit` if it is above the limit.
   @inlinable @inline(__always)
   public func record(_ ns: UInt64) {
+    recordLeavingOutLimit(ns)
+    if ns > Self.limit { counts[Self.bucketCount] += 1 }
+  }
+
+  /// Counts one value but leaves `countOverLimit` alone: no compare against the limit, so
+  /// that the loops that record between two reads of a few ns each (the transactions tool's,
+  /// which never report that count) run the code they always ran.
+  @inlinable @inline(__always)
+  public func recordLeavingOutLimit(_ ns: UInt64) {
     counts[Self.bucket(ns)] += 1
     recorded += 1
     if ns > maxSeen { maxSeen = ns }
-    if ns > limit { overLimit += 1 }
   }
 
   /// Adds `other`'s counts to these.
   public func merge(_ other: LatencyHistogram) {
-    for index in 0..<Self.bucketCount { counts[index] += other.counts[index] }
+    for index in 0...Self.bucketCount { counts[index] += other.counts[index] }
     recorded += other.recorded
     maxSeen = Swift.max(maxSeen, other.maxSeen)
-    overLimit += other.overLimit
   }
 
   /// The value at quantile `q`, rounded up to its bucket's upper bound (at most 6.25% high)

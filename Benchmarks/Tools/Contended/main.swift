@@ -213,7 +213,7 @@ let timedRows = rows.filter(\.timed)
 let histogramRows = timedRows.filter { $0.kind == .withWriter }
 print("### withWriter: wait from the call to entering the closure\n")
 let powersOfTwo: [UInt64] = (10...23).map { 1 << $0 }
-let displayBounds = powersOfTwo + [LatencyHistogram.defaultLimit]
+let displayBounds = powersOfTwo + [LatencyHistogram.limit]
 let counts = histogramRows.map { results[$0]!.waits.counts(splitAt: powersOfTwo) }
 MarkdownTable(
   ["wait"] + histogramRows.map { "\($0.threads) threads" },

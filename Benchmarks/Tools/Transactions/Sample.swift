@@ -86,7 +86,7 @@ struct WriterTally {
   /// writer got in (x did not grow by exactly `writes`).
   @inline(__always)
   mutating func record(asked: UInt64, start: Int, end: Int, writes: Int, openedAt: UInt64) {
-    waits.record(openedAt - asked)
+    waits.recordLeavingOutLimit(openedAt - asked)
     if end - start != writes { broken += 1 }
     count += 1
   }
@@ -123,7 +123,7 @@ struct ReaderTally {
   @inline(__always)
   mutating func record(_ value: Int, before: Int, after: Int, readWork: Work) {
     let time = now()
-    histogram.record(time - previous)
+    histogram.recordLeavingOutLimit(time - previous)
     previous = time
     total &+= value
     if before == after && before & 1 == 1 { inside += 1 }
