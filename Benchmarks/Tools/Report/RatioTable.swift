@@ -16,12 +16,7 @@ let mutexRead = "Read: Mutex.withLock { $0 }"
 
 /// The suite named in a "Ref: Mutex.withLock (<Suite> suite)" row.
 func suiteOfMutexReference(_ name: String) -> String? {
-  let prefix = "Ref: Mutex.withLock ("
-  let suffix = " suite)"
-  guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return nil }
-  let suite = name.dropFirst(prefix.count).dropLast(suffix.count)
-  let isWord = !suite.isEmpty && suite.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
-  return isWord ? String(suite) : nil
+  name.wholeMatch(of: /Ref: Mutex\.withLock \((\w+) suite\)/).map { String($0.1) }
 }
 
 /// Rows in the order the table shows them; rows not listed follow in name order.
@@ -49,26 +44,6 @@ let order = [
   "Read: article read",
 ]
 
-/// The first run of digits in `text` that is followed by one of `endings`, with that ending.
-func number(in text: String, followedBy endings: [String]) -> String? {
-  var index = text.startIndex
-  while index < text.endIndex {
-    guard text[index].isASCII, text[index].isNumber else {
-      index = text.index(after: index)
-      continue
-    }
-    var end = index
-    while end < text.endIndex, text[end].isASCII, text[end].isNumber {
-      end = text.index(after: end)
-    }
-    for ending in endings where text[end...].hasPrefix(ending) {
-      return String(text[index..<end]) + ending
-    }
-    index = end
-  }
-  return nil
-}
-
 /// The row each row is compared with in the "× ref" column (time ratio, lower is better),
 /// by pattern on the row name.
 func reference(for name: String) -> String? {
@@ -79,13 +54,10 @@ func reference(for name: String) -> String? {
   case "Read": return mutexRead
   case "Queue": return "Queue: SingleWriter 1M writeNext queued, one release"
   case "Append":
-    // The size, as in "1k elements".
-    guard let size = number(in: name, followedBy: ["k elements", "M elements"]) else {
-      return nil
-    }
-    return "Append: Mutex.withLock, \(size.dropLast(" elements".count)) elements"
+    guard let size = name.firstMatch(of: /(\d+[kM]) elements/)?.1 else { return nil }
+    return "Append: Mutex.withLock, \(size) elements"
   case "Reentrant":
-    guard let depth = deepDigit(name) else { return nil }
+    guard let depth = name.firstMatch(of: /(\d) deep/)?.1 else { return nil }
     return "Reentrant: NSRecursiveLock, \(depth) deep"
   case "Store":
     // The operation follows the backing, whose name contains "read".
@@ -109,19 +81,6 @@ func reference(for name: String) -> String? {
 /// What follows the section, as "Mutex.withLock { $0 }" in "Read: Mutex.withLock { $0 }".
 func afterSection(_ name: String) -> String {
   name.range(of: ": ").map { String(name[$0.upperBound...]) } ?? name
-}
-
-/// The digit before the first " deep" that has one.
-func deepDigit(_ name: String) -> Character? {
-  var search = name.startIndex..<name.endIndex
-  while let found = name.range(of: " deep", range: search) {
-    if found.lowerBound > name.startIndex {
-      let digit = name[name.index(before: found.lowerBound)]
-      if digit.isASCII, digit.isNumber { return digit }
-    }
-    search = found.upperBound..<name.endIndex
-  }
-  return nil
 }
 
 /// A goal from the design: `row` time over `reference` time at most `limit`. The contended

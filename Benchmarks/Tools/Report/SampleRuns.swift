@@ -27,23 +27,12 @@ struct SampleRow {
   var perOp: [Metric: [Double]] = [:]
 }
 
+/// The "(N ops/sample)" tag of a row name, with the spaces before it.
+var opsTag: Regex<(Substring, Substring)> { /\s*\((\d+) ops\/sample\)/ }
+
 /// The row name without its "(N ops/sample)" tag.
 func displayName(_ name: String) -> String {
-  guard let tag = opsTag(in: name) else { return name }
-  return name.replacingCharacters(in: tag.range, with: "")
-}
-
-/// The "(N ops/sample)" tag in `name`, with the spaces before it, and its N.
-func opsTag(in name: String) -> (range: Range<String.Index>, ops: Int)? {
-  guard let open = name.range(of: " ops/sample)"),
-    let paren = name[..<open.lowerBound].lastIndex(of: "("),
-    let ops = Int(name[name.index(after: paren)..<open.lowerBound])
-  else { return nil }
-  var start = paren
-  while start > name.startIndex, name[name.index(before: start)].isWhitespace {
-    start = name.index(before: start)
-  }
-  return (start..<open.upperBound, ops)
+  name.replacing(opsTag, with: "")
 }
 
 /// Every benchmark's samples in one run's directory, by row name.
@@ -67,7 +56,7 @@ func loadRun(_ directory: String) throws -> [String: SampleRow] {
     let samples = lines.dropFirst().compactMap { line in
       Double(line.trimmingCharacters(in: .whitespaces)).map { $0 * scale }
     }
-    let ops = opsTag(in: name).map { Double($0.ops) } ?? defaultOpsPerSample
+    let ops = name.firstMatch(of: opsTag).flatMap { Double($0.1) } ?? defaultOpsPerSample
     rows[name, default: SampleRow()].perOp[metric] = samples.map { $0 / ops }
     rows[name]!.target = String(parts[1])
   }
@@ -76,8 +65,5 @@ func loadRun(_ directory: String) throws -> [String: SampleRow] {
 
 /// The unit in the last parentheses of a header line, as in "Time (wall clock) (ns)".
 func unit(ofHeader header: String) -> String? {
-  let trimmed = header.trimmingCharacters(in: .whitespaces)
-  guard trimmed.hasSuffix(")"), let open = trimmed.lastIndex(of: "(") else { return nil }
-  let inside = trimmed[trimmed.index(after: open)..<trimmed.index(before: trimmed.endIndex)]
-  return inside.contains(")") ? nil : String(inside)
+  header.firstMatch(of: /\(([^()]*)\)\s*$/).map { String($0.1) }
 }
