@@ -136,9 +136,10 @@ do {
   switch command {
   case "table": exit(try table(rest))
   case "chart": exit(try drawChart(rest))
+  case "-h", "--help": ArgumentReader(tool: "Report", usage: usage).fail(nil)
   default:
-    ArgumentReader(tool: "Report", usage: usage, arguments: []).fail(
-      command.map { "unknown command \($0)" })
+    ArgumentReader(tool: "Report", usage: usage).fail(
+      command.map { "unknown command \($0)" } ?? "table or chart?")
   }
 } catch {
   FileHandle.standardError.write(Data("Report: \(error)\n".utf8))
