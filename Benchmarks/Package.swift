@@ -69,7 +69,10 @@ let package = Package(
     // actor; run by compare.sh after Contended.
     .executableTarget(
       name: "AsyncContended",
-      dependencies: [.product(name: "SingleWriter", package: "SingleWriter")],
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+      ],
       path: "Tools/AsyncContended"
     ),
     // Long transactions while other threads read, and a single-flight token refresh:
@@ -82,11 +85,19 @@ let package = Package(
       ],
       path: "Tools/Transactions"
     ),
+    // Turns the suites' samples into the ratio table (and checks it against
+    // ratios-baseline.json), and Tools/Transactions' JSON into the README's chart.
+    .executableTarget(
+      name: "Report",
+      dependencies: ["BenchmarkSupport"],
+      path: "Tools/Report"
+    ),
     // A Hummingbird server whose handlers read state that a background task rebuilds in
     // long transactions, over one of four containers; loaded by server-bench.sh.
     .executableTarget(
       name: "Server",
       dependencies: [
+        "BenchmarkSupport",
         .product(name: "SingleWriter", package: "SingleWriter"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -16,7 +16,8 @@
 # its validity and its goals (2, 4 and 8 threads; see README.md, Contended), then
 # Tools/Transactions: long transactions while others read, and a token refresh, with the
 # goals of issue 24 (see README.md, Transactions); with --update it also rewrites
-# Results/transactions.json and the chart drawn from it, Results/where-it-wins.svg.
+# Results/transactions.json and the chart drawn from it, Results/where-it-wins.svg. The table
+# and the chart come from Tools/Report, built like the other tools.
 # `--target` with a suite skips both tools; `--target Contended` or `--target
 # Transactions` runs only that one.
 #
@@ -67,6 +68,18 @@ else
   trap 'rm -rf "$results"' EXIT
 fi
 
+# Builds Tools/$1 in release (its log in the results directory) and sets $bin to the
+# directory of the executables; stops the script if the build fails.
+build_tool() {
+  local build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product "$1")
+  if ! "${build[@]}" >"$results/$1-build.log" 2>&1; then
+    cat "$results/$1-build.log" >&2
+    echo "compare.sh: building Tools/$1 failed" >&2
+    exit 2
+  fi
+  bin="$("${build[@]}" --show-bin-path)"
+}
+
 # The plugin builds in release and runs each suite in its own process. The sandbox
 # would stop it writing the samples outside the package.
 directories=()
@@ -85,31 +98,21 @@ if [[ $suites == yes ]]; then
     directories+=("$directory")
   done
 
-  python3 "$here/compare.py" "${directories[@]}" ${mode[@]+"${mode[@]}"} || status=$?
+  build_tool Report
+  "$bin/Report" table "${directories[@]}" ${mode[@]+"${mode[@]}"} || status=$?
 fi
 
 # Contended: a plain release executable, since package-benchmark's samples cannot say
 # whether the threads overlapped. It prints its own table, validity and goals.
 if [[ $contended == yes ]]; then
-  build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product Contended)
-  if ! "${build[@]}" >"$results/contended-build.log" 2>&1; then
-    cat "$results/contended-build.log" >&2
-    echo "compare.sh: building Tools/Contended failed" >&2
-    exit 2
-  fi
-  bin="$("${build[@]}" --show-bin-path)"
+  build_tool Contended
   echo
   echo "Load before Contended: $(uptime)"
   # shellcheck disable=SC2086  # CONTENDED_ARGS is a list of words
   "$bin/Contended" ${CONTENDED_ARGS:-} || status=$?
 
   # The same, from tasks on the cooperative pool: `await write` against Mutex and an actor.
-  build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product AsyncContended)
-  if ! "${build[@]}" >"$results/async-contended-build.log" 2>&1; then
-    cat "$results/async-contended-build.log" >&2
-    echo "compare.sh: building Tools/AsyncContended failed" >&2
-    exit 2
-  fi
+  build_tool AsyncContended
   echo
   # shellcheck disable=SC2086  # ASYNC_CONTENDED_ARGS is a list of words
   "$bin/AsyncContended" ${ASYNC_CONTENDED_ARGS:-} || status=$?
@@ -118,13 +121,7 @@ fi
 # Transactions: also a plain release executable; it proves that the readers ran during
 # the transactions, which a package-benchmark sample cannot show.
 if [[ $transactions == yes ]]; then
-  build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product Transactions)
-  if ! "${build[@]}" >"$results/transactions-build.log" 2>&1; then
-    cat "$results/transactions-build.log" >&2
-    echo "compare.sh: building Tools/Transactions failed" >&2
-    exit 2
-  fi
-  bin="$("${build[@]}" --show-bin-path)"
+  build_tool Transactions
   echo
   echo "Load before Transactions: $(uptime)"
   # shellcheck disable=SC2086  # TRANSACTIONS_ARGS is a list of words
@@ -132,7 +129,8 @@ if [[ $transactions == yes ]]; then
   if [[ ${mode[0]:-} == --update && -f "$results/transactions.json" ]]; then
     mkdir -p "$here/Results"
     cp "$results/transactions.json" "$here/Results/transactions.json"
-    python3 "$here/chart.py" "$here/Results/transactions.json" "$here/Results/where-it-wins.svg"
+    build_tool Report
+    "$bin/Report" chart "$here/Results/transactions.json" "$here/Results/where-it-wins.svg"
   fi
 fi
 exit "$status"

@@ -22,7 +22,7 @@ let benchmarks: @Sendable () -> Void = {
   }
 
   // One sample is one queue of `articleQueueSafeDepth` writes (half the depth that
-  // crashes); the name carries the count so compare.py can divide by it.
+  // crashes); the name carries the count so Tools/Report can divide by it.
   let depth = articleQueueSafeDepth
   Benchmark(
     "Queue: article \(depth) writeNext queued, one release (\(depth) ops/sample)",

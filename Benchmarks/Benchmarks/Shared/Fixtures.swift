@@ -51,7 +51,7 @@ public func runConcurrently(
   stackSize: Int = 8 << 20,
   _ body: @escaping @Sendable (Int) -> Void
 ) {
-  let ready = Gate(count)
+  let ready = StartLine(count, yieldEvery: 1)
   let done = DispatchGroup()
   for index in 0..<count {
     done.enter()
@@ -64,17 +64,6 @@ public func runConcurrently(
     thread.start()
   }
   done.wait()
-}
-
-/// A one-shot barrier: every thread spins until `count` have arrived.
-final class Gate: Sendable {
-  private let arrived = Atomic(0)
-  private let count: Int
-  init(_ count: Int) { self.count = count }
-  func arriveAndWait() {
-    arrived.add(1, ordering: .acquiringAndReleasing)
-    while arrived.load(ordering: .acquiring) < count { sched_yield() }
-  }
 }
 
 /// Runs `body` on a new thread with an 8 MiB stack (the usual main-thread size)

@@ -22,7 +22,7 @@ public func configureSuite(
   )
 }
 
-/// Registers the suite's own `Mutex` increment. compare.py divides the suite's rows by
+/// Registers the suite's own `Mutex` increment. Tools/Report divides the suite's rows by
 /// it, so each row is compared with a reference measured in the same process,
 /// moments apart, rather than with one from another suite's process.
 public func registerMutexReference(suite: String) {

@@ -6,6 +6,7 @@
 //
 //   swift run -c release --package-path Benchmarks AsyncContended [--rounds N] [--ops N]
 
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import SingleWriter
@@ -31,7 +32,7 @@ final class SharedMutex: Sendable { let mutex = Mutex(0) }
 struct TaskRecord: Sendable {
   var start: UInt64 = 0
   var end: UInt64 = 0
-  var latencies: [UInt32] = []
+  var latencies = LatencyHistogram()
 }
 
 /// One round of `tasks` tasks making `ops` increments each.
@@ -45,7 +46,6 @@ func runRound(_ kind: Kind, tasks: Int, ops: Int) async -> (
     for _ in 0..<tasks {
       group.addTask {
         var record = TaskRecord()
-        record.latencies.reserveCapacity(ops)
         record.start = now()
         for index in 0..<ops {
           let called = now()
@@ -55,7 +55,7 @@ func runRound(_ kind: Kind, tasks: Int, ops: Int) async -> (
           case .awaitWrite: await box.write { $0 += 1 }
           case .withWriter: box.withWriter { $0 += 1 }
           }
-          record.latencies.append(UInt32(clamping: now() &- called))
+          record.latencies.record(now() &- called)
           if index & 255 == 255 { await Task.yield() }
         }
         record.end = now()
@@ -78,16 +78,6 @@ func runRound(_ kind: Kind, tasks: Int, ops: Int) async -> (
   return (Double(last - first) / 1e9, max(0, window) / Double(last - first), records, total)
 }
 
-func percentile(_ sorted: [UInt32], _ q: Double) -> UInt32 {
-  sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]
-}
-
-func format(_ ns: UInt32) -> String {
-  ns >= 1_000_000
-    ? String(format: "%.1f ms", Double(ns) / 1e6)
-    : ns >= 1_000 ? String(format: "%.1f µs", Double(ns) / 1e3) : "\(ns) ns"
-}
-
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {
   arguments.firstIndex(of: name).flatMap { Int(arguments[$0 + 1]) } ?? fallback
@@ -101,7 +91,7 @@ print(
 var valid = true
 for tasks in [2, 4] {
   var rates: [Kind: [Double]] = [:]
-  var latencies: [Kind: [UInt32]] = [:]
+  let latencies = Dictionary(uniqueKeysWithValues: Kind.allCases.map { ($0, LatencyHistogram()) })
   for _ in 0..<rounds {
     for kind in Kind.allCases {
       let round = await runRound(kind, tasks: tasks, ops: ops)
@@ -116,36 +106,26 @@ for tasks in [2, 4] {
         continue
       }
       rates[kind, default: []].append(Double(tasks * ops) / round.seconds)
-      latencies[kind, default: []] += round.records.flatMap(\.latencies)
+      for record in round.records { latencies[kind]!.merge(record.latencies) }
     }
   }
-  func median(_ kind: Kind) -> Double {
-    let sorted = (rates[kind] ?? [0]).sorted()
-    return sorted[sorted.count / 2]
-  }
+  func median(_ kind: Kind) -> Double { (rates[kind] ?? [0]).median()! }
   print("\n\(tasks) tasks | increments/s | × Mutex | × actor | latency p50 | p99 | p99.9 | max")
   print("--- | ---: | ---: | ---: | ---: | ---: | ---: | ---:")
   for kind in Kind.allCases {
-    let sorted = (latencies[kind] ?? [0]).sorted()
+    let waits = latencies[kind]!
+    let quantiles = [0.5, 0.99, 0.999, 1].map { Format.duration(Double(waits.quantile($0))) }
     print(
       "\(kind.rawValue) | \(String(format: "%.2f M", median(kind) / 1e6)) | "
         + String(
           format: "%.2fx | %.2fx", median(kind) / median(.mutex), median(kind) / median(.actor))
-        + " | \(format(percentile(sorted, 0.5))) | \(format(percentile(sorted, 0.99))) | "
-        + "\(format(percentile(sorted, 0.999))) | \(format(sorted.last!))")
+        + " | " + quantiles.joined(separator: " | "))
   }
-  let waits = latencies[.awaitWrite] ?? []
-  let bounds: [(String, UInt32)] = [
-    ("< 1 µs", 1_000), ("1–16 µs", 16_000), ("16 µs–1 ms", 1_000_000), ("1–10 ms", 10_000_000),
-    ("> 10 ms", .max),
-  ]
-  var lower: UInt32 = 0
+  // Powers of two of ns (1 µs = 1,024 ns), then exactly 10 ms.
+  let names = ["< 1 µs", "1–16 µs", "16 µs–1 ms", "1–10 ms", "> 10 ms"]
+  let counts = latencies[.awaitWrite]!.counts(splitAt: [1 << 10, 1 << 14, 1 << 20])
   print("\n`await write` waits at \(tasks) tasks:", terminator: "")
-  for (name, upper) in bounds {
-    let count = waits.filter { $0 >= lower && $0 < upper }.count
-    print(" \(name): \(count)", terminator: ";")
-    lower = upper
-  }
+  for (name, count) in zip(names, counts) { print(" \(name): \(count)", terminator: ";") }
   print()
 }
 print(valid ? "\nvalid: every round exact" : "\nINVALID: writes were lost")

@@ -18,7 +18,7 @@ enum Kind: String, CaseIterable {
 struct Trial: Sendable {
   /// Increments until `stop` is set and returns how many it made; with `waits`, records
   /// for each call the ns from the call to entering the critical section.
-  let body: @Sendable (_ stop: StopFlag, _ waits: WaitHistogram?) -> Int
+  let body: @Sendable (_ stop: StopFlag, _ waits: LatencyHistogram?) -> Int
   /// The increments completed so far, read while the threads run (not waiting for queued
   /// writes).
   let count: @Sendable () -> Int
@@ -36,6 +36,13 @@ final class LockedCounter: @unchecked Sendable {
   // Unchecked: `box` is touched only between `lock.lock()` and `lock.unlock()`.
   let lock = NSLock()
   let box = CounterBox()
+
+  /// The count, under the lock.
+  func read() -> Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return box.value.a
+  }
 }
 
 /// Counts the calls of `body` until `stop` is set.
@@ -90,16 +97,8 @@ func makeTrial(_ kind: Kind) -> Trial {
           waits.record(entered &- called)
         }
       },
-      count: {
-        shared.lock.lock()
-        defer { shared.lock.unlock() }
-        return shared.box.value.a
-      },
-      total: {
-        shared.lock.lock()
-        defer { shared.lock.unlock() }
-        return shared.box.value.a
-      })
+      count: { shared.read() },
+      total: { shared.read() })
   case .withWriter:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(

@@ -2,6 +2,7 @@
 // one shared counter until told to stop. Only the window in which all of them were
 // running is measured: from the last thread's start to the first thread's end.
 
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -14,28 +15,6 @@ func now() -> UInt64 {
 
 typealias Padding = (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int)
 
-/// A one-shot start line. Threads spin on one atomic word until the last one arrives, so
-/// they leave within the same few hundred nanoseconds; nobody is woken up through the
-/// kernel, as a semaphore or condition would.
-final class StartLine: Sendable {
-  private let arrived = Atomic(0)
-  private let count: Int
-
-  init(_ count: Int) { self.count = count }
-
-  var isOpen: Bool { arrived.load(ordering: .acquiring) >= count }
-
-  func arriveAndWait() {
-    if arrived.add(1, ordering: .acquiringAndReleasing).newValue == count { return }
-    var spins = 0
-    while !isOpen {
-      spins &+= 1
-      // With more threads than cores, a thread still on its way needs a core to arrive.
-      if spins & 0x3FFF == 0 { sched_yield() }
-    }
-  }
-}
-
 /// The flag every loop checks once per increment, on cache lines of its own so that the
 /// check is a load from the core's own cache until the flag is set.
 final class StopFlag: Sendable {
@@ -47,68 +26,6 @@ final class StopFlag: Sendable {
   var isSet: Bool { flag.load(ordering: .relaxed) }
 
   func set() { flag.store(true, ordering: .relaxed) }
-}
-
-/// Waits in ns, counted in buckets of 1/16 of a power of two (at most 6.25% wide), plus
-/// the exact maximum and the exact count above 10 ms. One per thread, merged after a run.
-final class WaitHistogram: @unchecked Sendable {
-  // Unchecked: written only by the thread it was given to while it runs; read and merged
-  // by the main thread after `DispatchGroup.wait()`, which orders those writes.
-  static let bucketCount = 32 + 59 * 16
-  static let overLimit: UInt64 = 10_000_000
-  let counts = UnsafeMutablePointer<Int>.allocate(capacity: bucketCount)
-  var max: UInt64 = 0
-  var overTenMs = 0
-  var total = 0
-
-  init() { counts.initialize(repeating: 0, count: Self.bucketCount) }
-  deinit { counts.deallocate() }
-
-  @inline(__always)
-  static func bucket(_ ns: UInt64) -> Int {
-    if ns < 32 { return Int(ns) }
-    let exponent = 63 - ns.leadingZeroBitCount
-    return 32 + (exponent - 5) * 16 + Int((ns >> (exponent - 4)) & 15)
-  }
-
-  /// The largest value bucket `index` holds.
-  static func upperBound(_ index: Int) -> UInt64 {
-    if index < 32 { return UInt64(index) }
-    let exponent = (index - 32) / 16 + 5
-    return (UInt64(16 + (index - 32) % 16 + 1) << (exponent - 4)) - 1
-  }
-
-  @inline(__always)
-  func record(_ ns: UInt64) {
-    counts[Self.bucket(ns)] += 1
-    if ns > max { max = ns }
-    if ns > Self.overLimit { overTenMs += 1 }
-    total += 1
-  }
-
-  func merge(_ other: WaitHistogram) {
-    for index in 0..<Self.bucketCount { counts[index] += other.counts[index] }
-    max = Swift.max(max, other.max)
-    overTenMs += other.overTenMs
-    total += other.total
-  }
-
-  /// The `q` quantile, rounded up to its bucket's upper bound (the exact max for q = 1).
-  func quantile(_ q: Double) -> UInt64 {
-    if q >= 1 { return max }
-    let rank = Swift.max(1, Int((q * Double(total)).rounded(.up)))
-    var seen = 0
-    for index in 0..<Self.bucketCount {
-      seen += counts[index]
-      if seen >= rank { return Swift.min(Self.upperBound(index), max) }
-    }
-    return max
-  }
-
-  /// Waits below `bound` ns (exact when `bound` is a power of two of at least 32).
-  func count(below bound: UInt64) -> Int {
-    (0..<Self.bucket(bound)).reduce(0) { $0 + counts[$1] }
-  }
 }
 
 /// Per-thread slots written by that thread only.
@@ -173,7 +90,7 @@ struct Sample {
   /// Increments missing from the final value: must be 0.
   let lost: Int
   /// For timed rows, every call's wait.
-  let waits: WaitHistogram?
+  let waits: LatencyHistogram?
 
   /// `windowNs` over `runNs`: below 1 by the time the last thread took to start.
   var overlap: Double { Double(windowNs) / Double(max(runNs, 1)) }
@@ -184,11 +101,11 @@ struct Sample {
 /// Runs one sample of `kind` on `threads` threads for about `milliseconds` after they start.
 func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) -> Sample {
   let trial = makeTrial(kind)
-  let line = StartLine(threads)
+  let line = StartLine(threads, yieldEvery: 1 << 14)
   let stop = StopFlag()
   let slots = Slots(threads: threads)
   let window = Window(threads: threads, count: trial.count)
-  let histograms = timed ? (0..<threads).map { _ in WaitHistogram() } : []
+  let histograms = timed ? (0..<threads).map { _ in LatencyHistogram() } : []
   let done = DispatchGroup()
   for index in 0..<threads {
     done.enter()

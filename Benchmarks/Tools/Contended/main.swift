@@ -11,6 +11,7 @@
 // A run is valid only if Mutex contended is slower than Mutex alone: if it is not, the
 // threads took turns on one core instead of contending. See Benchmarks/README.md.
 
+import BenchmarkSupport
 import Foundation
 
 struct Options {
@@ -23,37 +24,26 @@ struct Options {
 
 func parseOptions() -> Options {
   var options = Options()
-  var arguments = CommandLine.arguments.dropFirst()
-  func value(_ flag: String) -> String {
-    guard let value = arguments.popFirst() else { usage("\(flag) needs a value") }
-    return value
-  }
-  while let argument = arguments.popFirst() {
+  var arguments = ArgumentReader(
+    tool: "Contended",
+    usage: """
+      usage: Contended [--rounds 5] [--threads 2,4,8] [--sample-ms 100] [--min-overlap 0.5]
+                       [--strict (exit 1 unless the run is valid and every goal passes)]
+      """)
+  while let argument = arguments.next() {
     switch argument {
-    case "--rounds": options.rounds = Int(value(argument)) ?? 0
-    case "--threads":
-      options.threads = value(argument).split(separator: ",").compactMap { Int($0) }
-    case "--sample-ms": options.sampleMs = Double(value(argument)) ?? 0
-    case "--min-overlap": options.minOverlap = Double(value(argument)) ?? 2
+    case "--rounds": options.rounds = Int(arguments.value(of: argument)) ?? 0
+    case "--threads": options.threads = arguments.list(of: argument) { Int($0) }
+    case "--sample-ms": options.sampleMs = Double(arguments.value(of: argument)) ?? 0
+    case "--min-overlap": options.minOverlap = Double(arguments.value(of: argument)) ?? 2
     case "--strict": options.strict = true
-    case "-h", "--help": usage(nil)
-    default: usage("unknown argument \(argument)")
+    default: arguments.fail("unknown argument \(argument)")
     }
   }
   guard options.rounds >= 1, !options.threads.isEmpty, options.threads.allSatisfy({ $0 >= 2 }),
     options.sampleMs > 0, (0...1).contains(options.minOverlap)
-  else { usage("bad value") }
+  else { arguments.fail("bad value") }
   return options
-}
-
-func usage(_ problem: String?) -> Never {
-  if let problem { FileHandle.standardError.write(Data("Contended: \(problem)\n".utf8)) }
-  print(
-    """
-    usage: Contended [--rounds 5] [--threads 2,4,8] [--sample-ms 100] [--min-overlap 0.5]
-                     [--strict (exit 1 unless the run is valid and every goal passes)]
-    """)
-  exit(problem == nil ? 0 : 2)
 }
 
 /// One line of the table: a way of writing, a thread count, and whether each wait is timed.
@@ -74,9 +64,9 @@ struct Measured {
   var attempts = 0
   var overlaps: [Double] = []
   var lost = 0
-  var waits = WaitHistogram()
+  var waits = LatencyHistogram()
 
-  var nsPerOp: Double? { median(valid.map(\.nsPerOp)) }
+  var nsPerOp: Double? { valid.map(\.nsPerOp).median() }
 }
 
 let options = parseOptions()
@@ -105,7 +95,7 @@ func clockCost() -> Double {
 }
 
 let started = Date()
-let loadBefore = loadAverage()
+let loadBefore = Machine.loadAverage
 let clockNs = clockCost()
 var results: [Row: Measured] = [:]
 for row in rows { results[row] = Measured() }
@@ -113,8 +103,7 @@ for row in rows { results[row] = Measured() }
 // Rounds interleave the rows, each round in a rotated order, so a burst of load from
 // elsewhere lands on different rows in different rounds.
 for round in 0..<options.rounds {
-  let shift = round % rows.count
-  for row in rows[shift...] + rows[..<shift] {
+  for row in rows.rotated(by: round) {
     var measured = results[row]!
     for _ in 0..<maxAttempts {
       let sample = runSample(
@@ -131,7 +120,7 @@ for round in 0..<options.rounds {
     results[row] = measured
   }
 }
-let loadAfter = loadAverage()
+let loadAfter = Machine.loadAverage
 let elapsed = Date().timeIntervalSince(started)
 
 // MARK: Report
@@ -180,7 +169,7 @@ if !runValid {
       + " so the threads did not really contend. The figures below are not results.**\n")
 }
 
-printTable(
+MarkdownTable(
   [
     "Row", "threads", "increments/sample", "ns/op (median)", "min–max", "M ops/s", "× NSLock",
     "× Mutex", "overlap (median)", "valid/samples", "lost writes",
@@ -195,19 +184,21 @@ printTable(
       guard contended, row.kind != reference,
         let ratio = speedup(row.kind, over: reference, threads: row.threads)
       else { return "" }
-      return String(format: "%.2f×", ratio)
+      return Format.ratio(ratio, suffix: "×")
     }
     return [
       row.name, "\(row.threads)",
-      median(measured.valid.map { Double($0.ops) }).map { String(format: "%.2fM", $0 / 1e6) } ?? "",
-      formatNs(ns),
-      range.isEmpty ? "" : "\(formatNs(range.min()))–\(formatNs(range.max()))",
+      measured.valid.map { Double($0.ops) }.median().map { String(format: "%.2fM", $0 / 1e6) }
+        ?? "",
+      Format.number(ns),
+      range.isEmpty ? "" : "\(Format.number(range.min()))–\(Format.number(range.max()))",
       ns.map { String(format: "%.1f", 1e3 / $0) } ?? "", versus(.nslock), versus(.mutex),
-      median(measured.overlaps).map { String(format: "%.2f", $0) } ?? "",
+      measured.overlaps.median().map { String(format: "%.2f", $0) } ?? "",
       "\(measured.valid.count)/\(measured.attempts)",
       measured.lost == 0 ? "0" : "**\(measured.lost)**",
     ]
-  })
+  }
+).print()
 print("\n× NSLock and × Mutex are throughput ratios at the same thread count: above 1 is faster.\n")
 
 print("Sanity, Mutex contended / Mutex uncontended (must be > 1): ", terminator: "")
@@ -221,14 +212,10 @@ print(
 let timedRows = rows.filter(\.timed)
 let histogramRows = timedRows.filter { $0.kind == .withWriter }
 print("### withWriter: wait from the call to entering the closure\n")
-let displayBounds: [UInt64] = (10...23).map { 1 << $0 } + [WaitHistogram.overLimit]
-let counts = histogramRows.map { row in
-  let waits = results[row]!.waits
-  var below = displayBounds.dropLast().map { waits.count(below: $0) }
-  below.append(waits.total - waits.overTenMs)
-  return zip(below, [0] + below).map { $0 - $1 } + [waits.overTenMs]
-}
-printTable(
+let powersOfTwo: [UInt64] = (10...23).map { 1 << $0 }
+let displayBounds = powersOfTwo + [LatencyHistogram.limit]
+let counts = histogramRows.map { results[$0]!.waits.counts(splitAt: powersOfTwo) }
+MarkdownTable(
   ["wait"] + histogramRows.map { "\($0.threads) threads" },
   ["---"] + histogramRows.map { _ in "---:" },
   (0...displayBounds.count).compactMap { bucket in
@@ -239,11 +226,12 @@ printTable(
         let percent = String(format: "%.3g", 100 * Double(count[bucket]) / Double(all))
         return "\(count[bucket]) (\(percent)%)"
       }
-  })
+  }
+).print()
 print(
   "\nBuckets are powers of two of ns (1 µs = 1,024 ns, 8 ms = 8,389 µs here), and the last "
     + "two split at exactly 10 ms.\n")
-printTable(
+MarkdownTable(
   ["timed row", "threads", "calls", "ns/op", "p50", "p99", "p99.9", "max", "valid/samples"],
   ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
   timedRows.map { row in
@@ -253,9 +241,11 @@ printTable(
       return [row.kind.rawValue, "\(row.threads)", "0", "", "", "", "", ""] + tail
     }
     return [
-      row.kind.rawValue, "\(row.threads)", "\(measured.waits.total)", formatNs(measured.nsPerOp),
-    ] + [0.5, 0.99, 0.999, 1.0].map { formatDuration(Double(measured.waits.quantile($0))) } + tail
-  })
+      row.kind.rawValue, "\(row.threads)", "\(measured.waits.total)",
+      Format.number(measured.nsPerOp),
+    ] + [0.5, 0.99, 0.999, 1.0].map { Format.duration(Double(measured.waits.quantile($0))) } + tail
+  }
+).print()
 print(
   "\nPercentiles are rounded up to the edge of their bucket (at most 6.25% wide); max is exact.\n"
 )
@@ -278,7 +268,8 @@ for n in options.threads {
     goals.append(
       (
         "\(kind.rawValue) throughput ≥ \(reference.rawValue)", "\(n)",
-        ratio.map { String(format: "%.2f×", $0) } ?? "no valid samples", (ratio ?? 0) >= 1, stretch
+        ratio.map { Format.ratio($0, suffix: "×") } ?? "no valid samples", (ratio ?? 0) >= 1,
+        stretch
       ))
   }
   let timed = results[Row(kind: .withWriter, threads: n, timed: true)]
@@ -286,20 +277,21 @@ for n in options.threads {
   let p999 = timed.flatMap { $0.waits.total > 0 ? $0.waits.quantile(0.999) : nil }
   goals.append(
     (
-      "withWriter p99.9 wait ≤ 10 ms", "\(n)", p999.map { formatDuration(Double($0)) } ?? "n/a",
+      "withWriter p99.9 wait ≤ 10 ms", "\(n)", p999.map { Format.duration(Double($0)) } ?? "n/a",
       enough && (p999 ?? .max) <= 10_000_000, false
     ))
 }
 
 print("### Goals\n")
-printTable(
+MarkdownTable(
   ["Goal", "threads", "Measured", "Result"], ["---", "---:", "---:", ":---:"],
   goals.map { goal in
     let verdict =
       !runValid && goal.threads != "all"
       ? "INVALID" : goal.pass ? "PASS" : goal.stretch ? "FAIL (stretch)" : "FAIL"
     return [goal.goal + (goal.stretch ? " (stretch)" : ""), goal.threads, goal.measured, verdict]
-  })
+  }
+).print()
 let required = goals.filter { !$0.stretch }
 let verdict = !runValid ? "INVALID" : required.allSatisfy(\.pass) ? "PASS" : "FAIL"
 print("\nContended goals: **\(verdict)**")

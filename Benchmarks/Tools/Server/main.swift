@@ -11,6 +11,7 @@
 // to compute one entry); --rebuild-every-ms 20 (pause between rebuilds);
 // --refresh-every-ms 50 and --fetch-ms 2 (the token). Listens on 127.0.0.1 only.
 
+import BenchmarkSupport
 import Foundation
 import Hummingbird
 import NIOConcurrencyHelpers
@@ -29,40 +30,31 @@ struct Options {
 
 func parseOptions() -> Options {
   var options = Options()
-  var arguments = CommandLine.arguments.dropFirst()
-  func value(_ flag: String) -> String {
-    guard let value = arguments.popFirst() else { usage("\(flag) needs a value") }
-    return value
-  }
-  while let argument = arguments.popFirst() {
+  var arguments = ArgumentReader(
+    tool: "Server",
+    usage: """
+      usage: Server [--store singlewriter|mutex|nio|actor] [--port 8080] [--entries 1000]
+                    [--entry-work-ns 5000] [--rebuild-every-ms 20] [--refresh-every-ms 50]
+                    [--fetch-ms 2]
+      """)
+  while let argument = arguments.next() {
+    let value = { arguments.value(of: argument) }
     switch argument {
-    case "--store": options.store = value(argument)
-    case "--port": options.port = Int(value(argument)) ?? -1
-    case "--entries": options.entries = Int(value(argument)) ?? 0
-    case "--entry-work-ns": options.entryWorkNs = Double(value(argument)) ?? -1
-    case "--rebuild-every-ms": options.rebuildEveryMs = Int(value(argument)) ?? -1
-    case "--refresh-every-ms": options.refreshEveryMs = Int(value(argument)) ?? -1
-    case "--fetch-ms": options.fetchMs = Int(value(argument)) ?? -1
-    case "-h", "--help": usage(nil)
-    default: usage("unknown argument \(argument)")
+    case "--store": options.store = value()
+    case "--port": options.port = Int(value()) ?? -1
+    case "--entries": options.entries = Int(value()) ?? 0
+    case "--entry-work-ns": options.entryWorkNs = Double(value()) ?? -1
+    case "--rebuild-every-ms": options.rebuildEveryMs = Int(value()) ?? -1
+    case "--refresh-every-ms": options.refreshEveryMs = Int(value()) ?? -1
+    case "--fetch-ms": options.fetchMs = Int(value()) ?? -1
+    default: arguments.fail("unknown argument \(argument)")
     }
   }
   guard ["singlewriter", "mutex", "nio", "actor"].contains(options.store),
     (1...65535).contains(options.port), options.entries >= 1, options.entryWorkNs >= 0,
     options.rebuildEveryMs >= 0, options.refreshEveryMs >= 1, options.fetchMs >= 0
-  else { usage("bad value") }
+  else { arguments.fail("bad value") }
   return options
-}
-
-func usage(_ problem: String?) -> Never {
-  if let problem { FileHandle.standardError.write(Data("Server: \(problem)\n".utf8)) }
-  print(
-    """
-    usage: Server [--store singlewriter|mutex|nio|actor] [--port 8080] [--entries 1000]
-                  [--entry-work-ns 5000] [--rebuild-every-ms 20] [--refresh-every-ms 50]
-                  [--fetch-ms 2]
-    """)
-  exit(problem == nil ? 0 : 2)
 }
 
 /// What the handlers read: a cache of computed entries, its generation, and a token.
@@ -97,28 +89,16 @@ func calibrate(nanoseconds: Double) -> Int {
   return sink == 42 ? 1 : max(1, Int(nanoseconds / (best / Double(probe))))
 }
 
-/// How long each request waited for the shared state, in buckets 1/16 of a power of two
-/// wide (6.25%), counted with one atomic add per request so that recording does not
-/// itself serialize the event loops.
+/// How long each request waited for the shared state, in `LatencyHistogram`'s buckets,
+/// counted with one atomic add per request so that recording does not itself serialize the
+/// event loops.
 final class LookupTimes: Sendable {
   final class Bucket: Sendable { let count = Atomic(0) }
-  let buckets = (0..<(64 * 16)).map { _ in Bucket() }
+  let buckets = (0..<LatencyHistogram.bucketCount).map { _ in Bucket() }
   let maximum = Atomic(0)
 
-  static func bucket(_ ns: Int) -> Int {
-    if ns < 16 { return max(ns, 0) }
-    let exponent = Int.bitWidth - 1 - ns.leadingZeroBitCount
-    return (exponent - 3) * 16 + ((ns >> (exponent - 4)) & 15)
-  }
-
-  static func upperBound(_ bucket: Int) -> Int {
-    if bucket < 16 { return bucket }
-    let exponent = bucket / 16 + 3
-    return ((16 + bucket % 16 + 1) << (exponent - 4)) - 1
-  }
-
   func record(_ ns: Int) {
-    buckets[Self.bucket(ns)].count.add(1, ordering: .relaxed)
+    buckets[LatencyHistogram.bucket(UInt64(max(ns, 0)))].count.add(1, ordering: .relaxed)
     _ = maximum.max(ns, ordering: .relaxed)
   }
 
@@ -126,21 +106,11 @@ final class LookupTimes: Sendable {
   /// requests an event loop is serving when it blocks wait for the state, the rest queue
   /// behind them: a few in a thousand, so the count says more than a percentile.
   var summary: String {
-    let counts = buckets.map { $0.count.load(ordering: .relaxed) }
-    let total = counts.reduce(0, +)
-    func quantile(_ q: Double) -> Int {
-      let rank = max(1, Int((q * Double(total)).rounded(.up)))
-      var seen = 0
-      for (index, count) in counts.enumerated() {
-        seen += count
-        if seen >= rank { return Self.upperBound(index) }
-      }
-      return 0
-    }
-    let maximum = maximum.load(ordering: .relaxed)
-    let slow = counts[(Self.bucket(100_000) + 1)...].reduce(0, +)
-    return "lookups \(total) p99 \(min(quantile(0.99), maximum)) p99.9 "
-      + "\(min(quantile(0.999), maximum)) max \(maximum) slow \(slow)\n"
+    let times = LatencyHistogram(
+      counts: buckets.map { $0.count.load(ordering: .relaxed) },
+      max: UInt64(maximum.load(ordering: .relaxed)))
+    return "lookups \(times.total) p99 \(times.quantile(0.99)) p99.9 \(times.quantile(0.999)) "
+      + "max \(times.max) slow \(times.count(above: 100_000))\n"
   }
 }
 

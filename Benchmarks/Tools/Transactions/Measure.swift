@@ -1,5 +1,6 @@
-// Clock, work, start line, stop flag and latency histogram shared by both cases.
+// Clock, work and stop flag shared by both cases.
 
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -54,25 +55,6 @@ func sink(_ value: UInt64) { sunk.store(value, ordering: .relaxed) }
 func sink(_ value: Int) { sink(UInt64(bitPattern: Int64(value))) }
 let sunk = Atomic<UInt64>(0)
 
-/// Threads spin here until the last one arrives, so they start within microseconds of
-/// each other without a kernel wake-up.
-final class StartLine: Sendable {
-  private let arrived = Atomic(0)
-  private let count: Int
-
-  init(_ count: Int) { self.count = count }
-
-  func arriveAndWait() {
-    arrived.add(1, ordering: .acquiringAndReleasing)
-    var spins = 0
-    while arrived.load(ordering: .acquiring) < count {
-      spins &+= 1
-      // More threads than cores: one still on its way needs a core to arrive.
-      if spins & 0x3FF == 0 { sched_yield() }
-    }
-  }
-}
-
 /// Set once by the main thread; every loop checks it once per operation.
 final class StopFlag: Sendable {
   private let flag = Atomic(false)
@@ -94,99 +76,6 @@ final class TransactionSequence: @unchecked Sendable {
   }
   @inline(__always) func close() { value.add(1, ordering: .releasing) }
   @inline(__always) func load() -> Int { value.load(ordering: .acquiring) }
-}
-
-/// Latencies in ns, in buckets 1/16 of a power of two wide (6.25%), with the exact max.
-/// One per thread; merged by the main thread once the threads are done.
-final class Histogram: @unchecked Sendable {
-  // Unchecked: written by one thread while it runs, read after it has been joined.
-  static let bucketCount = 16 + 60 * 16
-  private let counts = UnsafeMutablePointer<Int>.allocate(capacity: bucketCount)
-  private(set) var max: UInt64 = 0
-  private(set) var total = 0
-
-  init() { counts.initialize(repeating: 0, count: Self.bucketCount) }
-  deinit { counts.deallocate() }
-
-  @inline(__always)
-  static func bucket(_ ns: UInt64) -> Int {
-    if ns < 16 { return Int(ns) }
-    let exponent = 63 - ns.leadingZeroBitCount  // ≥ 4
-    return (exponent - 3) * 16 + Int((ns >> UInt64(exponent - 4)) & 15)
-  }
-
-  /// The largest value that falls in `bucket`.
-  static func upperBound(_ bucket: Int) -> UInt64 {
-    if bucket < 16 { return UInt64(bucket) }
-    let exponent = bucket / 16 + 3
-    let mantissa = UInt64(16 + bucket % 16)
-    return ((mantissa + 1) << UInt64(exponent - 4)) - 1
-  }
-
-  @inline(__always)
-  func record(_ ns: UInt64) {
-    counts[Self.bucket(ns)] += 1
-    total += 1
-    if ns > max { max = ns }
-  }
-
-  func merge(_ other: Histogram) {
-    for index in 0..<Self.bucketCount { counts[index] += other.counts[index] }
-    total += other.total
-    max = Swift.max(max, other.max)
-  }
-
-  /// The value at quantile `q`, rounded up to its bucket's bound (at most 6.25% high);
-  /// the exact max for q = 1.
-  func quantile(_ q: Double) -> UInt64 {
-    guard total > 0 else { return 0 }
-    if q >= 1 { return max }
-    let rank = Int((q * Double(total)).rounded(.up))
-    var seen = 0
-    for index in 0..<Self.bucketCount {
-      seen += counts[index]
-      if seen >= Swift.max(rank, 1) { return Swift.min(Self.upperBound(index), max) }
-    }
-    return max
-  }
-}
-
-func median(_ values: [Double]) -> Double? {
-  guard !values.isEmpty else { return nil }
-  let sorted = values.sorted()
-  let middle = sorted.count / 2
-  return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-}
-
-/// A duration in the unit that suits it.
-func formatDuration(_ ns: Double) -> String {
-  if ns < 1_000 { return String(format: "%.0f ns", ns) }
-  if ns < 1_000_000 { return String(format: "%.1f µs", ns / 1e3) }
-  return String(format: "%.2f ms", ns / 1e6)
-}
-
-/// A ratio with the precision that suits it.
-func formatRatio(_ value: Double?) -> String {
-  guard let value, value.isFinite else { return "" }
-  if value >= 100 { return String(format: "%.0fx", value) }
-  if value >= 10 { return String(format: "%.1fx", value) }
-  if value >= 0.1 { return String(format: "%.2fx", value) }
-  if value >= 0.0001 { return String(format: "%.4fx", value) }
-  return String(format: "%.1ex", value)
-}
-
-/// Prints a markdown table.
-func printTable(_ header: [String], _ align: [String], _ rows: [[String]]) {
-  print("| " + header.joined(separator: " | ") + " |")
-  print("| " + align.joined(separator: " | ") + " |")
-  for row in rows { print("| " + row.joined(separator: " | ") + " |") }
-}
-
-/// The 1-, 5- and 15-minute load averages.
-func loadAverage() -> String {
-  var loads = [Double](repeating: 0, count: 3)
-  guard getloadavg(&loads, 3) == 3 else { return "?" }
-  return loads.map { String(format: "%.2f", $0) }.joined(separator: " ")
 }
 
 /// Pins the calling thread to `cpu` (Linux only; elsewhere a no-op).

@@ -3,6 +3,7 @@
 // token while the new one is being fetched. Two workloads: each use is a short write (a
 // use count), or a read.
 
+import BenchmarkSupport
 import Foundation
 import SingleWriter
 import Synchronization
@@ -47,12 +48,27 @@ func use(_ session: inout Session, _ log: FlightLog) {
   session.uses += 1
 }
 
+/// What a token store is made with: where it logs the flights, how long a token lives, and
+/// how long a fetch takes.
+struct TokenTerms: Sendable {
+  let log: FlightLog
+  let lifetimeNs: UInt64
+  let fetchMicroseconds: Int
+}
+
 protocol TokenStore: Sendable {
-  init(log: FlightLog, lifetimeNs: UInt64, fetchMicroseconds: Int)
+  init(_ terms: TokenTerms)
+  var terms: TokenTerms { get }
   /// Refreshes the token if it has expired (once, whoever else asks), then uses it in a
   /// write or in a read.
   func useToken(write: Bool) async throws
   func uses() async -> Int
+}
+
+extension TokenStore {
+  var log: FlightLog { terms.log }
+  var lifetimeNs: UInt64 { terms.lifetimeNs }
+  var fetchMicroseconds: Int { terms.fetchMicroseconds }
 }
 
 /// `checkout()` holds the writer across the fetch; the others' `checkout()` and `await
@@ -60,15 +76,9 @@ protocol TokenStore: Sendable {
 /// reader that finds the token expired queues like a writer.
 final class SingleWriterStore: TokenStore {
   let session = ThreadSafeSingleWriter(value: Session())
-  let log: FlightLog
-  let lifetimeNs: UInt64
-  let fetchMicroseconds: Int
+  let terms: TokenTerms
 
-  init(log: FlightLog, lifetimeNs: UInt64, fetchMicroseconds: Int) {
-    self.log = log
-    self.lifetimeNs = lifetimeNs
-    self.fetchMicroseconds = fetchMicroseconds
-  }
+  init(_ terms: TokenTerms) { self.terms = terms }
 
   func useToken(write: Bool) async throws {
     var state = session.read
@@ -102,15 +112,9 @@ final class SingleWriterStore: TokenStore {
 actor ActorStore: TokenStore {
   var session = Session()
   var inFlight: Task<Int, Never>?
-  let log: FlightLog
-  let lifetimeNs: UInt64
-  let fetchMicroseconds: Int
+  nonisolated let terms: TokenTerms
 
-  init(log: FlightLog, lifetimeNs: UInt64, fetchMicroseconds: Int) {
-    self.log = log
-    self.lifetimeNs = lifetimeNs
-    self.fetchMicroseconds = fetchMicroseconds
-  }
+  init(_ terms: TokenTerms) { self.terms = terms }
 
   func useToken(write: Bool) async throws {
     // After each `await` another caller may have started the next fetch: look again. The
@@ -152,16 +156,18 @@ actor ActorStore: TokenStore {
   func uses() async -> Int { session.uses }
 }
 
-/// What one sample of the refresh case did.
+/// What one sample of the refresh case did: its uses, its flight log's counts (fetches,
+/// the most in flight at once, writes made during one, uses that found one in flight), the
+/// writes lost and every use's latency.
 struct RefreshSample {
-  var uses = 0
-  var seconds = 0.0
-  var refreshes = 0
-  var maxInFlight = 0
-  var staleWrites = 0
-  var waited = 0
-  var lost = 0
-  var latencies = Histogram()
+  let uses: Int
+  let seconds: Double
+  let refreshes: Int
+  let maxInFlight: Int
+  let staleWrites: Int
+  let waited: Int
+  let lost: Int
+  let latencies: LatencyHistogram
 
   var usesPerSecond: Double { Double(uses) / seconds }
 }
@@ -170,10 +176,10 @@ struct RefreshSample {
 final class TaskSlots: @unchecked Sendable {
   // Unchecked: slot i is written only by task i, read after `DispatchGroup.wait()`.
   var counts: [Int]
-  let histograms: [Histogram]
+  let histograms: [LatencyHistogram]
   init(_ tasks: Int) {
     counts = Array(repeating: 0, count: tasks)
-    histograms = (0..<tasks).map { _ in Histogram() }
+    histograms = (0..<tasks).map { _ in LatencyHistogram() }
   }
 }
 
@@ -184,7 +190,7 @@ func runRefreshSample<S: TokenStore>(
   fetchMicroseconds: Int
 ) -> RefreshSample {
   let log = FlightLog()
-  let store = S(log: log, lifetimeNs: lifetimeNs, fetchMicroseconds: fetchMicroseconds)
+  let store = S(TokenTerms(log: log, lifetimeNs: lifetimeNs, fetchMicroseconds: fetchMicroseconds))
   let stop = StopFlag()
   let slots = TaskSlots(tasks)
   let done = DispatchGroup()
@@ -197,7 +203,7 @@ func runRefreshSample<S: TokenStore>(
       while !stop.isSet {
         let before = now()
         try! await store.useToken(write: write)
-        histogram.record(now() - before)
+        histogram.recordLeavingOutLimit(now() - before)
         count += 1
         await Task.yield()
       }
@@ -209,23 +215,16 @@ func runRefreshSample<S: TokenStore>(
   stop.set()
   done.wait()
   let seconds = Double(now() - start) / 1e9
-  let final = Final()
-  let fetched = DispatchSemaphore(value: 0)
-  Task.detached {
-    final.value = await store.uses()
-    fetched.signal()
-  }
-  fetched.wait()
-  var sample = RefreshSample()
-  sample.uses = slots.counts.reduce(0, +)
-  sample.seconds = seconds
-  sample.refreshes = log.refreshes.load(ordering: .relaxed)
-  sample.maxInFlight = log.maxInFlight.load(ordering: .relaxed)
-  sample.staleWrites = log.staleWrites.load(ordering: .relaxed)
-  sample.waited = log.waitedForRefresh.load(ordering: .relaxed)
-  sample.lost = write ? sample.uses - final.value : final.value
-  for histogram in slots.histograms { sample.latencies.merge(histogram) }
-  return sample
+  let final = blockingAwait { await store.uses() }
+  let uses = slots.counts.reduce(0, +)
+  let latencies = LatencyHistogram()
+  for histogram in slots.histograms { latencies.merge(histogram) }
+  return RefreshSample(
+    uses: uses, seconds: seconds, refreshes: log.refreshes.load(ordering: .relaxed),
+    maxInFlight: log.maxInFlight.load(ordering: .relaxed),
+    staleWrites: log.staleWrites.load(ordering: .relaxed),
+    waited: log.waitedForRefresh.load(ordering: .relaxed), lost: write ? uses - final : final,
+    latencies: latencies)
 }
 
 enum RefreshVariant: String, CaseIterable {
@@ -248,10 +247,9 @@ func runRefresh(_ options: Options) -> CaseResult {
     RefreshVariant.allCases.map { RefreshRow(variant: $0, write: write) }
   }
   var samples = Dictionary(uniqueKeysWithValues: rows.map { ($0, [RefreshSample]()) })
-  let latencies = Dictionary(uniqueKeysWithValues: rows.map { ($0, Histogram()) })
+  let latencies = Dictionary(uniqueKeysWithValues: rows.map { ($0, LatencyHistogram()) })
   for round in 0..<options.rounds {
-    let shift = round % rows.count
-    for row in rows[shift...] + rows[..<shift] {
+    for row in rows.rotated(by: round) {
       if debugSamples { FileHandle.standardError.write(Data("refresh \(row)\n".utf8)) }
       let sample =
         switch row.variant {
@@ -287,7 +285,7 @@ func runRefresh(_ options: Options) -> CaseResult {
     guard let value, let base, base > 0 else { return nil }
     return value / base
   }
-  printTable(
+  MarkdownTable(
     [
       "Variant", "use", "uses/s", "p50", "p99", "max", "p50", "p99", "max", "fetches",
       "max in flight", "uses that found a fetch in flight", "writes during a fetch", "lost writes",
@@ -297,8 +295,8 @@ func runRefresh(_ options: Options) -> CaseResult {
       let reference = RefreshRow(variant: .actor, write: row.write)
       let all = samples[row]!
       let histogram = latencies[row]!
-      let uses = median(all.map(\.usesPerSecond))
-      let referenceUses = median(samples[reference]!.map(\.usesPerSecond))
+      let uses = all.map(\.usesPerSecond).median()
+      let referenceUses = samples[reference]!.map(\.usesPerSecond).median()
       let quantiles = [0.5, 0.99].map { Double(histogram.quantile($0)) } + [Double(histogram.max)]
       let references =
         [0.5, 0.99].map { Double(latencies[reference]!.quantile($0)) }
@@ -321,18 +319,20 @@ func runRefresh(_ options: Options) -> CaseResult {
         "foundFetchInFlight": waited, "lost": lostWrites,
       ])
       return [
-        row.variant.rawValue, row.write ? "write" : "read", formatRatio(ratio(uses, referenceUses)),
-        formatRatio(ratio(quantiles[0], references[0])),
-        formatRatio(ratio(quantiles[1], references[1])),
-        formatRatio(ratio(quantiles[2], references[2])),
-        formatDuration(quantiles[0]), formatDuration(quantiles[1]), formatDuration(quantiles[2]),
+        row.variant.rawValue, row.write ? "write" : "read",
+        Format.ratio(ratio(uses, referenceUses)),
+        Format.ratio(ratio(quantiles[0], references[0])),
+        Format.ratio(ratio(quantiles[1], references[1])),
+        Format.ratio(ratio(quantiles[2], references[2])),
+        Format.duration(quantiles[0]), Format.duration(quantiles[1]), Format.duration(quantiles[2]),
         "\(refreshes)", "\(maxInFlight)", "\(waited)",
         !row.write ? "" : stale == 0 ? "0" : "**\(stale)**",
         lostWrites == 0 ? "0" : "**\(lostWrites)**",
       ]
-    })
+    }
+  ).print()
   let actorUses = { (write: Bool) in
-    median(samples[RefreshRow(variant: .actor, write: write)]!.map(\.usesPerSecond)) ?? 0
+    samples[RefreshRow(variant: .actor, write: write)]!.map(\.usesPerSecond).median() ?? 0
   }
   print(
     "\nRatios are to the actor in the same workload: uses/s above 1 is faster, latencies "

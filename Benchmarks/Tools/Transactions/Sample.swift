@@ -1,6 +1,7 @@
 // One sample of the transactions case: a writer running transactions back to back while
 // reader threads (or tasks, for the actor) read as fast as they can, until a stop flag.
 
+import BenchmarkSupport
 import Dispatch
 import Foundation
 
@@ -19,9 +20,9 @@ struct Sample {
   var broken = 0
   /// Increments missing from the final value.
   var lost = 0
-  var latencies = Histogram()
+  var latencies = LatencyHistogram()
   /// For each transaction, the writer's wait from asking to having exclusive access.
-  var writerWaits = Histogram()
+  var writerWaits = LatencyHistogram()
 
   var transactionsPerSecond: Double { Double(transactions) * 1e9 / Double(writerNs) }
   var readsPerSecond: Double {
@@ -38,14 +39,14 @@ final class Slots: @unchecked Sendable {
   var counts: [Int]
   var inside: [Int]
   var broken = 0
-  let histograms: [Histogram]
+  let histograms: [LatencyHistogram]
 
   init(_ threads: Int) {
     starts = Array(repeating: 0, count: threads)
     ends = Array(repeating: 0, count: threads)
     counts = Array(repeating: 0, count: threads)
     inside = Array(repeating: 0, count: threads)
-    histograms = (0..<threads).map { _ in Histogram() }
+    histograms = (0..<threads).map { _ in LatencyHistogram() }
   }
 
   /// Slot 0 is the writer's; the others are readers'.
@@ -67,18 +68,78 @@ final class Slots: @unchecked Sendable {
   }
 }
 
-/// Records the time since the previous read: the read itself, plus a clock read and two
-/// loads of the sequence, which every variant pays alike.
-@inline(__always)
-func recordRead(
-  _ value: Int, before: Int, after: Int, previous: inout UInt64, histogram: Histogram,
-  inside: inout Int, total: inout Int
-) {
-  let time = now()
-  histogram.record(time - previous)
-  previous = time
-  total &+= value
-  if before == after && before & 1 == 1 { inside += 1 }
+/// The writer's counts while it runs, written to slot 0 when it stops: one type for the
+/// thread and the actor's task, so that both loops do exactly the same around each call.
+struct WriterTally {
+  let slots: Slots
+  let waits: LatencyHistogram
+  var count = 0
+  var broken = 0
+
+  init(_ slots: Slots) {
+    self.slots = slots
+    slots.starts[0] = now()
+    waits = slots.histograms[0]
+  }
+
+  /// One transaction: the wait from `asked` to having exclusive access, and whether another
+  /// writer got in (x did not grow by exactly `writes`).
+  @inline(__always)
+  mutating func record(asked: UInt64, start: Int, end: Int, writes: Int, openedAt: UInt64) {
+    waits.recordLeavingOutLimit(openedAt - asked)
+    if end - start != writes { broken += 1 }
+    count += 1
+  }
+
+  func finish() {
+    slots.ends[0] = now()
+    slots.counts[0] = count
+    slots.broken = broken
+  }
+}
+
+/// A reader's counts while it runs, written to its slot when it stops; shared by threads and
+/// tasks like `WriterTally`.
+struct ReaderTally {
+  let slots: Slots
+  let index: Int
+  let histogram: LatencyHistogram
+  var previous: UInt64
+  var count = 0
+  var inside = 0
+  var total = 0
+
+  init(_ slots: Slots, _ index: Int) {
+    self.slots = slots
+    self.index = index
+    histogram = slots.histograms[index]
+    previous = now()
+    slots.starts[index] = previous
+  }
+
+  /// Records the time since the previous read: the read itself, plus a clock read and two
+  /// loads of the sequence, which every variant pays alike. Then runs the work between
+  /// reads, which is not part of a read's latency.
+  @inline(__always)
+  mutating func record(_ value: Int, before: Int, after: Int, readWork: Work) {
+    let time = now()
+    histogram.recordLeavingOutLimit(time - previous)
+    previous = time
+    total &+= value
+    if before == after && before & 1 == 1 { inside += 1 }
+    count += 1
+    if readWork.iterations > 0 {
+      readWork.run()
+      previous = now()
+    }
+  }
+
+  func finish() {
+    slots.ends[index] = now()
+    slots.counts[index] = count
+    slots.inside[index] = inside
+    sink(total)
+  }
 }
 
 /// One sample on threads: one writer and `readers` readers released from a spin barrier.
@@ -89,7 +150,7 @@ func runThreads<S: Shared>(
   let shared = S()
   let sequence = TransactionSequence()
   let stop = StopFlag()
-  let line = StartLine(readers + 1)
+  let line = StartLine(readers + 1, yieldEvery: 1 << 10)
   let slots = Slots(readers + 1)
   let done = DispatchGroup()
   func spawn(_ body: @escaping @Sendable () -> Void) {
@@ -104,48 +165,26 @@ func runThreads<S: Shared>(
   }
   spawn {
     if pinned { pinCurrentThread(to: core(forThread: 0)) }
-    slots.starts[0] = now()
-    var count = 0
-    var broken = 0
-    let waits = slots.histograms[0]
+    var writer = WriterTally(slots)
     while !stop.isSet {
       let asked = now()
       let (start, end) = shared.transaction(writes: writes, work: work, sequence: sequence)
-      waits.record(sequence.openedAt - asked)
-      if end - start != writes { broken += 1 }
-      count += 1
+      writer.record(
+        asked: asked, start: start, end: end, writes: writes, openedAt: sequence.openedAt)
     }
-    slots.ends[0] = now()
-    slots.counts[0] = count
-    slots.broken = broken
+    writer.finish()
   }
   for index in 1...readers {
     spawn {
       if pinned { pinCurrentThread(to: core(forThread: index)) }
-      let histogram = slots.histograms[index]
-      var previous = now()
-      slots.starts[index] = previous
-      var count = 0
-      var inside = 0
-      var total = 0
+      var reader = ReaderTally(slots, index)
       while !stop.isSet {
         let before = sequence.load()
         let value = shared.read()
         let after = sequence.load()
-        recordRead(
-          value, before: before, after: after, previous: &previous, histogram: histogram,
-          inside: &inside, total: &total)
-        count += 1
-        // Work between reads is not part of a read's latency.
-        if readWork.iterations > 0 {
-          readWork.run()
-          previous = now()
-        }
+        reader.record(value, before: before, after: after, readWork: readWork)
       }
-      slots.ends[index] = now()
-      slots.counts[index] = count
-      slots.inside[index] = inside
-      sink(total)
+      reader.finish()
     }
   }
   usleep(useconds_t(milliseconds * 1_000))
@@ -166,69 +205,35 @@ func runActor(
   let done = DispatchGroup()
   done.enter()
   Task.detached {
-    slots.starts[0] = now()
-    var count = 0
-    var broken = 0
-    let waits = slots.histograms[0]
+    var writer = WriterTally(slots)
     while !stop.isSet {
       let asked = now()
       let (start, end) = await shared.transaction(
         writes: writes, work: work, sequence: sequence)
-      waits.record(sequence.openedAt - asked)
-      if end - start != writes { broken += 1 }
-      count += 1
+      writer.record(
+        asked: asked, start: start, end: end, writes: writes, openedAt: sequence.openedAt)
     }
-    slots.ends[0] = now()
-    slots.counts[0] = count
-    slots.broken = broken
+    writer.finish()
     done.leave()
   }
   for index in 1...readers {
     done.enter()
     Task.detached {
-      let histogram = slots.histograms[index]
-      var previous = now()
-      slots.starts[index] = previous
-      var count = 0
-      var inside = 0
-      var total = 0
+      var reader = ReaderTally(slots, index)
       while !stop.isSet {
         let before = sequence.load()
         let value = await shared.read()
         let after = sequence.load()
-        recordRead(
-          value, before: before, after: after, previous: &previous, histogram: histogram,
-          inside: &inside, total: &total)
-        count += 1
-        // Work between reads is not part of a read's latency.
-        if readWork.iterations > 0 {
-          readWork.run()
-          previous = now()
-        }
+        reader.record(value, before: before, after: after, readWork: readWork)
       }
-      slots.ends[index] = now()
-      slots.counts[index] = count
-      slots.inside[index] = inside
-      sink(total)
+      reader.finish()
       done.leave()
     }
   }
   usleep(useconds_t(milliseconds * 1_000))
   stop.set()
   done.wait()
-  let final = Final()
-  let fetched = DispatchSemaphore(value: 0)
-  Task.detached {
-    final.value = await shared.read()
-    fetched.signal()
-  }
-  fetched.wait()
-  return slots.sample(writes: writes, finalValue: final.value)
-}
-
-final class Final: @unchecked Sendable {
-  // Unchecked: written by one task before a semaphore signal, read after the wait.
-  var value = 0
+  return slots.sample(writes: writes, finalValue: blockingAwait { await shared.read() })
 }
 
 /// With `pinned`, the threads are pinned to cores; the actor's tasks cannot be, and run

@@ -1,5 +1,6 @@
 // Runs the interleaved rounds of the transactions case and prints its tables and goals.
 
+import BenchmarkSupport
 import Foundation
 
 struct CaseResult {
@@ -17,17 +18,17 @@ struct Measured {
 
   /// The median over the valid samples of each sample's read latency at `q` (max for 1).
   func read(_ q: Double) -> Double {
-    median(valid.map { Double($0.latencies.quantile(q)) }) ?? 0
+    valid.map { Double($0.latencies.quantile(q)) }.median() ?? 0
   }
   /// The same for the writer's wait for exclusive access.
   func writerWait(_ q: Double) -> Double {
-    median(valid.map { Double($0.writerWaits.quantile(q)) }) ?? 0
+    valid.map { Double($0.writerWaits.quantile(q)) }.median() ?? 0
   }
 
-  var transactionsPerSecond: Double? { median(valid.map(\.transactionsPerSecond)) }
-  var readsPerSecond: Double? { median(valid.map(\.readsPerSecond)) }
-  var insideFraction: Double? { median(valid.map(\.insideFraction)) }
-  var overlap: Double? { median(valid.map(\.overlap)) }
+  var transactionsPerSecond: Double? { valid.map(\.transactionsPerSecond).median() }
+  var readsPerSecond: Double? { valid.map(\.readsPerSecond).median() }
+  var insideFraction: Double? { valid.map(\.insideFraction).median() }
+  var overlap: Double? { valid.map(\.overlap).median() }
 }
 
 struct RowKey: Hashable {
@@ -53,7 +54,7 @@ struct Setting: Hashable {
 
 func runTransactions(_ options: Options) -> CaseResult {
   let started = Date()
-  let loadBefore = loadAverage()
+  let loadBefore = Machine.loadAverage
   let work = Work.calibrated(nanoseconds: options.workNs)
   // One transaction's work alone, with nobody else around: what every row's
   // transactions/s would be if the writer had a core to itself.
@@ -81,8 +82,7 @@ func runTransactions(_ options: Options) -> CaseResult {
   // Each round runs every row once, in an order rotated by one per round, so a burst of
   // load from elsewhere lands on different rows in different rounds.
   for round in 0..<options.rounds {
-    let shift = round % rows.count
-    for key in rows[shift...] + rows[..<shift] {
+    for key in rows.rotated(by: round) {
       var measured = results[key]!
       for _ in 0..<maxAttempts {
         let sample = runSample(
@@ -113,11 +113,11 @@ func runTransactions(_ options: Options) -> CaseResult {
   print("## Transactions: a long transaction while others read\n")
   print(
     "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadBefore) before "
-      + "and \(loadAverage()) after; \(options.rounds) rounds, interleaved, in "
+      + "and \(Machine.loadAverage) after; \(options.rounds) rounds, interleaved, in "
       + String(format: "%.0f s", elapsed) + ". A transaction is \(options.writes) increments with "
       + String(format: "%.1f µs", options.workNs / 1e3) + " of work after each ("
       + "\(work.iterations) iterations; one transaction's work alone: "
-      + formatDuration(median(alone)!) + ", median of 20); each sample runs "
+      + Format.duration(alone.median()!) + ", median of 20); each sample runs "
       + String(format: "%.0f ms", options.sampleMs)
       + ". Every figure is the median over the rounds of that sample's figure; a read's "
       + "latency is the time between two reads completing (less any work between reads), in "
@@ -139,7 +139,7 @@ func runTransactions(_ options: Options) -> CaseResult {
       return value / base
     }
     print("### \(setting.title)\n")
-    printTable(
+    MarkdownTable(
       [
         "Variant", "transactions/s", "reads/s", "read p50", "read p99", "read max",
         "p50", "p99", "max", "writer's wait p99", "writer's wait max", "reads inside a transaction",
@@ -172,19 +172,20 @@ func runTransactions(_ options: Options) -> CaseResult {
         jsonRows.append(row)
         return [
           variant.label,
-          formatRatio(ratio(measured.transactionsPerSecond, referenceTx)),
-          formatRatio(ratio(measured.readsPerSecond, referenceReads)),
-          formatRatio(ratio(p50, referenceP50)), formatRatio(ratio(p99, referenceP99)),
-          formatRatio(ratio(maximum, referenceMax)),
-          formatDuration(p50), formatDuration(p99), formatDuration(maximum),
-          formatDuration(measured.writerWait(0.99)), formatDuration(measured.writerWait(1)),
+          Format.ratio(ratio(measured.transactionsPerSecond, referenceTx)),
+          Format.ratio(ratio(measured.readsPerSecond, referenceReads)),
+          Format.ratio(ratio(p50, referenceP50)), Format.ratio(ratio(p99, referenceP99)),
+          Format.ratio(ratio(maximum, referenceMax)),
+          Format.duration(p50), Format.duration(p99), Format.duration(maximum),
+          Format.duration(measured.writerWait(0.99)), Format.duration(measured.writerWait(1)),
           measured.insideFraction.map { String(format: "%.1f%%", $0 * 100) } ?? "",
           measured.overlap.map { String(format: "%.2f", $0) } ?? "",
           "\(measured.valid.count)/\(measured.attempts)",
           measured.broken == 0 ? "0" : "**\(measured.broken)**",
           measured.lost == 0 ? "0" : "**\(measured.lost)**",
         ]
-      })
+      }
+    ).print()
     print(
       "\nRatios are to `Mutex` at the same reader count: transactions/s and reads/s above 1 are "
         + "faster, latencies below 1 are shorter. `Mutex` here: "
@@ -212,7 +213,7 @@ func runTransactions(_ options: Options) -> CaseResult {
       let pass = value.map(test) ?? false
       if !label.contains("informative") { goalsPass = goalsPass && pass }
       let shown =
-        label.hasPrefix("reads ran") ? String(format: "%.1f%%", inside * 100) : formatRatio(value)
+        label.hasPrefix("reads ran") ? String(format: "%.1f%%", inside * 100) : Format.ratio(value)
       goalLines.append(
         (
           "ThreadSafeSingleWriter, \(setting.title): \(label)", shown,
@@ -222,9 +223,10 @@ func runTransactions(_ options: Options) -> CaseResult {
   }
   let lost = results.values.contains { $0.lost != 0 || $0.broken != 0 }
   print("### Goals (issue 24)\n")
-  printTable(
+  MarkdownTable(
     ["Goal", "Measured", "Met"], ["---", "---:", ":---:"],
-    goalLines.map { [$0.0, $0.1, $0.2 ? "PASS" : "FAIL"] })
+    goalLines.map { [$0.0, $0.1, $0.2 ? "PASS" : "FAIL"] }
+  ).print()
   if lost { print("\n**A transaction was broken into or a write was lost.**") }
   print()
   return CaseResult(

@@ -9,6 +9,7 @@
 // every figure is a ratio to `Mutex` (held for the transaction) from the same run. See
 // Benchmarks/README.md, Transactions.
 
+import BenchmarkSupport
 import Foundation
 
 struct Options {
@@ -30,29 +31,30 @@ struct Options {
 
 func parseOptions() -> Options {
   var options = Options()
-  var arguments = CommandLine.arguments.dropFirst()
-  func value(_ flag: String) -> String {
-    guard let value = arguments.popFirst() else { usage("\(flag) needs a value") }
-    return value
-  }
-  while let argument = arguments.popFirst() {
+  var arguments = ArgumentReader(
+    tool: "Transactions",
+    usage: """
+      usage: Transactions [--rounds 5] [--readers 1,2] [--read-gap-ns 0,1000] [--pinned yes,no]
+                          [--sample-ms 300] [--writes 100]
+                          [--work-ns 5000] [--json FILE] [--only transactions|refresh]
+                          [--strict (exit 1 unless every goal passes)]
+      """)
+  while let argument = arguments.next() {
     switch argument {
-    case "--rounds": options.rounds = Int(value(argument)) ?? 0
-    case "--readers": options.readers = value(argument).split(separator: ",").compactMap { Int($0) }
+    case "--rounds": options.rounds = Int(arguments.value(of: argument)) ?? 0
+    case "--readers": options.readers = arguments.list(of: argument) { Int($0) }
     case "--pinned":
-      options.pinned = value(argument).split(separator: ",").compactMap {
+      options.pinned = arguments.list(of: argument) {
         $0 == "yes" ? true : $0 == "no" ? false : nil
       }
-    case "--read-gap-ns":
-      options.readGapsNs = value(argument).split(separator: ",").compactMap { Double($0) }
-    case "--sample-ms": options.sampleMs = Double(value(argument)) ?? 0
-    case "--writes": options.writes = Int(value(argument)) ?? 0
-    case "--work-ns": options.workNs = Double(value(argument)) ?? -1
-    case "--json": options.json = value(argument)
+    case "--read-gap-ns": options.readGapsNs = arguments.list(of: argument) { Double($0) }
+    case "--sample-ms": options.sampleMs = Double(arguments.value(of: argument)) ?? 0
+    case "--writes": options.writes = Int(arguments.value(of: argument)) ?? 0
+    case "--work-ns": options.workNs = Double(arguments.value(of: argument)) ?? -1
+    case "--json": options.json = arguments.value(of: argument)
     case "--strict": options.strict = true
-    case "--only": options.cases = [value(argument)]
-    case "-h", "--help": usage(nil)
-    default: usage("unknown argument \(argument)")
+    case "--only": options.cases = [arguments.value(of: argument)]
+    default: arguments.fail("unknown argument \(argument)")
     }
   }
   guard options.rounds >= 1, !options.readers.isEmpty, options.readers.allSatisfy({ $0 >= 1 }),
@@ -60,20 +62,8 @@ func parseOptions() -> Options {
     options.readGapsNs.allSatisfy({ $0 >= 0 }),
     options.sampleMs > 0, options.writes >= 1, options.workNs >= 0,
     options.cases.isSubset(of: ["transactions", "refresh"])
-  else { usage("bad value") }
+  else { arguments.fail("bad value") }
   return options
-}
-
-func usage(_ problem: String?) -> Never {
-  if let problem { FileHandle.standardError.write(Data("Transactions: \(problem)\n".utf8)) }
-  print(
-    """
-    usage: Transactions [--rounds 5] [--readers 1,2] [--read-gap-ns 0,1000] [--pinned yes,no]
-                        [--sample-ms 300] [--writes 100]
-                        [--work-ns 5000] [--json FILE] [--only transactions|refresh]
-                        [--strict (exit 1 unless every goal passes)]
-    """)
-  exit(problem == nil ? 0 : 2)
 }
 
 let options = parseOptions()
@@ -101,7 +91,8 @@ if let path = options.json {
   let data = try! JSONSerialization.data(
     withJSONObject: report, options: [.prettyPrinted, .sortedKeys])
   guard FileManager.default.createFile(atPath: path, contents: data) else {
-    usage("cannot write \(path)")
+    FileHandle.standardError.write(Data("Transactions: cannot write \(path)\n".utf8))
+    exit(2)
   }
   print("\nwrote \(path)")
 }
