@@ -85,6 +85,16 @@ let package = Package(
       ],
       path: "Tools/Transactions"
     ),
+    // A token refresh and small writes from 8, 64 and 256 tasks on the default pool,
+    // against an actor and Mutex; run quiet and beside a busy loop per core by scaling.sh.
+    .executableTarget(
+      name: "Scaling",
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+      ],
+      path: "Tools/Scaling"
+    ),
     // Turns the suites' samples into the ratio table (and checks it against
     // ratios-baseline.json), and Tools/Transactions' JSON into the README's chart.
     .executableTarget(
