@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Runs Tools/Scaling twice: on the machine as it is ("quiet"), then beside one busy-looping
+# process per core, which this script starts and always stops (on exit, error or ^C); then
+# prints one report of both: uses/s and latency as ratios to an actor, issue 30's goals,
+# validity and the wait histograms. See Benchmarks/README.md, Scaling.
+#
+#   Benchmarks/scaling.sh                      # quiet, then busy: 5 rounds of 300 ms per row
+#   Benchmarks/scaling.sh --quiet-only         # or --busy-only
+#   Benchmarks/scaling.sh --strict             # exit 1 unless valid and every goal passes
+#   SCALING_ARGS="--rounds 9 --tasks 64,256" Benchmarks/scaling.sh
+#
+# Environment: SCALING_ARGS (options for each run of the tool: `Scaling --help`);
+# BUSY_LOOPS (busy processes, default one per core: `nproc`); RESULTS_DIR to keep each
+# run's JSON and output (scaling-quiet.json, scaling-busy.json, ...) instead of a temporary
+# directory; SCRATCH_PATH for a build directory other than Benchmarks/.build.
+# Exit status: that of the report (3 if a write was lost or ran with an old token), else 2
+# if a run failed.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+conditions=(quiet busy)
+strict=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quiet-only) conditions=(quiet) ;;
+    --busy-only) conditions=(busy) ;;
+    --strict) strict=(--strict) ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scaling.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+scratch=()
+if [[ -n "${SCRATCH_PATH:-}" ]]; then scratch=(--scratch-path "$SCRATCH_PATH"); fi
+loops="${BUSY_LOOPS:-$(nproc)}"
+
+if [[ -n "${RESULTS_DIR:-}" ]]; then
+  results="$RESULTS_DIR"
+  mkdir -p "$results"
+else
+  results="$(mktemp -d)"
+fi
+
+busy=()
+tool=""
+# CPU time, in clock ticks, of the loop that `timeout` (pid $1) runs; 0 where there is no
+# /proc (not Linux).
+loop_ticks() {
+  local child
+  child=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
+  if [[ -z $child ]]; then echo 0; return; fi
+  awk '{ print $14 + $15 }' "/proc/${child%% *}/stat" 2>/dev/null || echo 0
+}
+# Stops the busy loops and says how much CPU they got: each should get about a core while
+# the benchmark's threads sleep, and share one with them while they run.
+stop_busy() {
+  [[ ${#busy[@]} -gt 0 ]] || return 0
+  local pid ticks=0
+  for pid in "${busy[@]}"; do ticks=$((ticks + $(loop_ticks "$pid"))); done
+  for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${busy[@]}"; do wait "$pid" 2>/dev/null || true; done
+  busy=()
+  awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v s="$((SECONDS - busy_since))" -v n="$loops" \
+    'BEGIN { printf "Busy loops stopped after %d s; the %d of them used %.1f s of CPU.\n", s, n, t / hz }'
+}
+# shellcheck disable=SC2317  # run by the trap below
+cleanup() {
+  if [[ -n $tool ]]; then kill "$tool" 2>/dev/null || true; wait "$tool" 2>/dev/null || true; fi
+  stop_busy
+  if [[ -z "${RESULTS_DIR:-}" ]]; then rm -rf "$results"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product Scaling)
+if ! "${build[@]}" >"$results/scaling-build.log" 2>&1; then
+  cat "$results/scaling-build.log" >&2
+  echo "scaling.sh: building Tools/Scaling failed" >&2
+  exit 2
+fi
+scaling="$("${build[@]}" --show-bin-path)/Scaling"
+
+files=()
+status=0
+for condition in "${conditions[@]}"; do
+  label="$condition"
+  if [[ $condition == busy ]]; then
+    label="busy ($loops busy loops)"
+    busy_since=$SECONDS
+    # Each loop is a shell builtin loop, no child; `timeout` ends it even if this script
+    # is killed with SIGKILL and cannot run its trap.
+    for _ in $(seq 1 "$loops"); do
+      timeout 1800 sh -c 'while :; do :; done' &
+      busy+=($!)
+    done
+    sleep 1
+  fi
+  echo "Load before $label: $(uptime)"
+  run_status=0
+  # In the background, so that a signal runs the trap at once, not after the run.
+  # shellcheck disable=SC2086  # SCALING_ARGS is a list of words
+  "$scaling" --condition "$label" --json "$results/scaling-$condition.json" ${SCALING_ARGS:-} \
+    >"$results/scaling-$condition.txt" 2>&1 &
+  tool=$!
+  wait "$tool" || run_status=$?
+  tool=""
+  stop_busy
+  if [[ $run_status -ne 0 || ! -s "$results/scaling-$condition.json" ]]; then
+    cat "$results/scaling-$condition.txt" >&2
+    echo "scaling.sh: the $condition run failed (status $run_status)" >&2
+    if [[ $run_status -eq 3 ]]; then status=3; else status=2; fi
+  fi
+  if [[ -s "$results/scaling-$condition.json" ]]; then files+=("$results/scaling-$condition.json"); fi
+done
+echo "Load after: $(uptime)"
+echo
+[[ ${#files[@]} -gt 0 ]] || exit 2
+report_status=0
+"$scaling" report ${strict[@]+"${strict[@]}"} "${files[@]}" || report_status=$?
+if [[ $report_status -ne 0 ]]; then exit "$report_status"; fi
+exit "$status"
