@@ -11,23 +11,32 @@
 #   Benchmarks/compare.sh --skip-contended # no Contended table
 #   Benchmarks/compare.sh --transactions-only # only Tools/Transactions
 #   Benchmarks/compare.sh --skip-transactions # no Transactions tables
+#   Benchmarks/compare.sh --scaling-only   # only scaling.sh: Tools/Scaling, quiet and busy
+#   Benchmarks/compare.sh --skip-scaling   # no Scaling report
+#   Benchmarks/compare.sh --server-only    # only server-bench.sh (needs wrk)
+#   Benchmarks/compare.sh --skip-server    # no server table
 #
 # After the suites, it builds and runs Tools/Contended, which prints the contended table,
 # its validity and its goals (2, 4 and 8 threads; see README.md, Contended), then
 # Tools/Transactions: long transactions while others read, and a token refresh, with the
 # goals of issue 24 (see README.md, Transactions); with --update it also rewrites
 # Results/transactions.json and the chart drawn from it, Results/where-it-wins.svg. The table
-# and the chart come from Tools/Report, built like the other tools.
-# `--target` with a suite skips both tools; `--target Contended` or `--target
-# Transactions` runs only that one.
+# and the chart come from Tools/Report, built like the other tools. Then scaling.sh: a token
+# refresh and small writes from 8, 64 and 256 tasks, quiet and beside one busy loop per core,
+# with the goals of issue 30 (see README.md, Scaling); and last server-bench.sh, the
+# Hummingbird server under wrk at 64 and 256 connections (see README.md, Server), if wrk is
+# installed.
+# `--target` with a suite skips the tools; `--target Contended`, `--target Transactions`,
+# `--target Scaling` or `--target Server` runs only that one.
 #
 # Environment: RATIO_TOLERANCE (default 0.5, i.e. +50%) for --check;
 # RESULTS_DIR to keep the raw samples instead of a temporary directory;
 # CONTENDED_ARGS for Tools/Contended (e.g. "--rounds 9" or "--strict", which fails the
 # run unless it is valid and every contended goal passes); ASYNC_CONTENDED_ARGS for
 # Tools/AsyncContended (e.g. "--rounds 9 --ops 200000"); TRANSACTIONS_ARGS for
-# Tools/Transactions (e.g. "--rounds 9 --readers 1"); SCRATCH_PATH for a build
-# directory other than Benchmarks/.build.
+# Tools/Transactions (e.g. "--rounds 9 --readers 1"); SCALING_ARGS for Tools/Scaling
+# (e.g. "--rounds 9"; see scaling.sh); ROUNDS, DURATION and CONNECTIONS for server-bench.sh;
+# SCRATCH_PATH for a build directory other than Benchmarks/.build.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -37,20 +46,28 @@ runs=1
 suites=yes
 contended=yes
 transactions=yes
+scaling=yes
+server=yes
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --check) mode=(--check "$here/ratios-baseline.json") ;;
     --update) mode=(--update "$here/ratios-baseline.json") ;;
     --runs) runs="$2"; shift ;;
-    --contended-only) suites=no; transactions=no ;;
+    --contended-only) suites=no; transactions=no; scaling=no; server=no ;;
     --skip-contended) contended=no ;;
-    --transactions-only) suites=no; contended=no ;;
+    --transactions-only) suites=no; contended=no; scaling=no; server=no ;;
     --skip-transactions) transactions=no ;;
+    --scaling-only) suites=no; contended=no; transactions=no; server=no ;;
+    --skip-scaling) scaling=no ;;
+    --server-only) suites=no; contended=no; transactions=no; scaling=no ;;
+    --skip-server) server=no ;;
     --target)
       case "${2:-}" in
-        Contended) suites=no; transactions=no ;;
-        Transactions) suites=no; contended=no ;;
-        *) contended=no; transactions=no; passthrough+=("$1" "${2:-}") ;;
+        Contended) suites=no; transactions=no; scaling=no; server=no ;;
+        Transactions) suites=no; contended=no; scaling=no; server=no ;;
+        Scaling) suites=no; contended=no; transactions=no; server=no ;;
+        Server) suites=no; contended=no; transactions=no; scaling=no ;;
+        *) contended=no; transactions=no; scaling=no; server=no; passthrough+=("$1" "${2:-}") ;;
       esac
       shift ;;
     *) passthrough+=("$1") ;;
@@ -131,6 +148,25 @@ if [[ $transactions == yes ]]; then
     cp "$results/transactions.json" "$here/Results/transactions.json"
     build_tool Report
     "$bin/Report" chart "$here/Results/transactions.json" "$here/Results/where-it-wins.svg"
+  fi
+fi
+
+# Scaling: many tasks on the default pool, quiet and beside a busy loop per core, which
+# scaling.sh starts and stops itself; it prints one report of both conditions.
+if [[ $scaling == yes ]]; then
+  echo
+  # It keeps its JSON in RESULTS_DIR when that is set, as scaling-quiet.json and
+  # scaling-busy.json.
+  "$here/scaling.sh" || status=$?
+fi
+
+# The Hummingbird server under wrk, at 64 and 256 connections; only where wrk is installed.
+if [[ $server == yes ]]; then
+  echo
+  if command -v wrk >/dev/null; then
+    CONNECTIONS="${CONNECTIONS:-64 256}" "$here/server-bench.sh" || status=$?
+  else
+    echo "Server: skipped, wrk is not installed (apt-get install wrk); see README.md, Server."
   fi
 fi
 exit "$status"
