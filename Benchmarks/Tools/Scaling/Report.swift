@@ -125,7 +125,9 @@ func printGoals(_ runs: [RunResult]) -> Bool {
           run.row(workload, .actor, tasks)?.usesPerSecond)
         let met = (uses ?? 0) >= 1
         pass = pass && met
-        return uses.map { Format.ratio($0) + (met ? " yes" : " **no**") } ?? "n/a **no**"
+        // Three decimals, so that 0.996x does not read as 1.00x and fail.
+        return uses.map { String(format: "%.3fx", $0) + (met ? " yes" : " **no**") }
+          ?? "n/a **no**"
       }
       let tail = runs.map { run -> String in
         guard let ours = run.row(workload, .singleWriter, tasks)?.latency.p99,
