@@ -25,17 +25,26 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// Like `Mutex.withLock`, it waits its turn whatever the task's cancellation, and
   /// throws only what `body` throws: a cancelled request still counts its hit. For a
-  /// wait that gives up on cancellation, use ``writeUnlessCancelled(_:)``. `body` itself
+  /// wait that gives up on cancellation, use ``writeUnlessCancelled(fileID:function:line:_:)``. `body` itself
   /// is synchronous, so the value is never held across an `await`.
   @inlinable
   public func write<R, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws(E) -> sending R {
-    if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
+    #if DEBUG
+      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+    #endif
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
+      #if DEBUG
+        LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+      #endif
+      return try runClosureWrite(body)
+    }
     return try await writeInTurn(body, unlessCancelled: false).unsafelyUnwrapped.get()
   }
 
-  /// ``write(_:)``, unless the task is cancelled first: then it throws
+  /// ``write(fileID:function:line:_:)``, unless the task is cancelled first: then it throws
   /// `CancellationError` and `body` never runs.
   ///
   /// ```swift
@@ -46,10 +55,19 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// `body` has begun, the write completes.
   @inlinable
   public func writeUnlessCancelled<R, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws -> sending R {
     try Task.checkCancellation()
-    if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
+    #if DEBUG
+      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+    #endif
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
+      #if DEBUG
+        LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+      #endif
+      return try runClosureWrite(body)
+    }
     guard let result = await writeInTurn(body, unlessCancelled: true) else {
       throw CancellationError()
     }
@@ -165,7 +183,12 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// Holding the proxy across an `await` keeps every other writer waiting, as intended;
   /// while it is held, do not block every thread of the cooperative pool in `withWriter`
   /// on this container (use `await write`), or the task holding it cannot resume.
-  public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
+  public func checkout(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) async throws -> ThreadSafeWriterProxy<Value> {
+    #if DEBUG
+      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+    #endif
     var atFront = false
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
@@ -181,6 +204,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       atFront = true
     }
     sw_uptr_store(lock.checkoutTask, sw_current_task())
+    #if DEBUG
+      LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
+    #endif
     return ThreadSafeWriterProxy(owning: self)
   }
 }

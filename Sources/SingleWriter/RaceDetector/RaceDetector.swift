@@ -88,6 +88,30 @@ public enum RaceDetector {
     return try body()
   }
 
+  /// Whether debug builds check the order in which threads take the package's locks;
+  /// `true` by default, and always `false` in release builds, which check nothing.
+  ///
+  /// ```swift
+  /// RaceDetector.checksLockOrder = false  // say, around code that hands proxies around
+  /// ```
+  ///
+  /// See "Lock order" above for what is checked. Turning it off stops new locks from being
+  /// recorded; those held already are forgotten as they are released.
+  public static var checksLockOrder: Bool {
+    get {
+      #if DEBUG
+        LockGraph.shared.isOn
+      #else
+        false
+      #endif
+    }
+    set {
+      #if DEBUG
+        LockGraph.shared.isOn = newValue
+      #endif
+    }
+  }
+
   /// Receives every report, on the thread whose entry was the race.
   ///
   /// The default prints the report and the call stack to standard error, then stops

@@ -3,8 +3,8 @@ import SingleWriterAtomics
 /// A ``SingleWriter`` that any thread, queue or task can use.
 ///
 /// The same rules hold: any code can ``read``, only one ``ThreadSafeWriterProxy`` is
-/// alive at a time, and ``writeNext(_:)`` queues writes FIFO, never losing one. On
-/// top, ``withWriter(_:)`` waits for the writer, and ``tryWrite(_:)`` writes only if
+/// alive at a time, and ``writeNext(fileID:function:line:_:)`` queues writes FIFO, never losing one. On
+/// top, ``withWriter(fileID:function:line:_:)`` waits for the writer, and ``tryWrite(fileID:function:line:_:)`` writes only if
 /// the writer is free. Neither allocates, unless `withWriter` has waited long enough to
 /// queue for its turn.
 ///
@@ -26,9 +26,9 @@ import SingleWriterAtomics
 /// proxy at once. That holds inside a `writeNext` body too: the body holds the
 /// checkout, and each access through its proxy holds the value only for that access.
 ///
-/// Misuse that would hang stops the program with a message instead: ``withWriter(_:)``
+/// Misuse that would hang stops the program with a message instead: ``withWriter(fileID:function:line:_:)``
 /// from inside a write's closure on the same thread, or ``read`` from inside
-/// ``tryWrite(_:)``'s closure.
+/// ``tryWrite(fileID:function:line:_:)``'s closure.
 public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// The state word, the hand-off's lock and the owner ids.
   @usableFromInline let lock: WriterLock
@@ -79,7 +79,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   ///
   /// The container is `Sendable` whatever `Value` is, as a `Mutex` is: `value` is sent
   /// into it, and closure writes hand it to their body as `inout sending`. What reads
-  /// or writes it from several threads at once (``read``, proxies, ``writeNext(_:)``,
+  /// or writes it from several threads at once (``read``, proxies, ``writeNext(fileID:function:line:_:)``,
   /// `changes()`) needs `Value: Sendable`.
   @inlinable
   public init(value: consuming sending Value) {
@@ -91,6 +91,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   }
 
   deinit {
+    #if DEBUG
+      LockOrderCheck.forget(ObjectIdentifier(self))
+    #endif
     // Nothing can be queued now: a queued write or waiter would hold the checkout's
     // holder back, and every holder keeps this container alive.
     handOff.deinitialize(count: 1)
@@ -117,6 +120,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   @inlinable
   @discardableResult
   public func tryWrite<R: ~Copyable, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R? {
     guard lock.tryBeginClosureWrite() else {
@@ -125,6 +129,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       lock.stopIfReading()
       return nil
     }
+    #if DEBUG
+      LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+    #endif
     return try runClosureWrite(body)
   }
 
@@ -156,8 +163,12 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// standard error after a second names the deadlock.
   @inlinable
   public func withWriter<R: ~Copyable, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R {
+    #if DEBUG
+      LockOrderCheck.willTake(ObjectIdentifier(self), fileID, function, line)
+    #endif
     if !lock.tryBeginClosureWrite() { waitForClosureWrite() }
     return try runClosureWrite(body)
   }
@@ -170,6 +181,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R {
     defer {
+      #if DEBUG
+        LockOrderCheck.released(ObjectIdentifier(self))
+      #endif
       if !lock.tryEndClosureWrite() { finishClosureWrite() }
       _fixLifetime(self)  // `body` writes through `storage`, which the container frees
     }
@@ -203,7 +217,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// A proxy for writing, or `nil` while the writer is out or writes are queued.
   ///
   /// The proxy can be sent to, used on and released on any thread. Releasing it runs
-  /// the queued writes on the releasing thread (see ``writeNext(_:)`` for the one
+  /// the queued writes on the releasing thread (see ``writeNext(fileID:function:line:_:)`` for the one
   /// exception). Since it can move, a thread waiting for it in `withWriter` does not
   /// boost its holder's priority; where priority inversion matters, write in a closure.
   ///
@@ -216,13 +230,27 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   public var writer: ThreadSafeWriterProxy<Value>? {
     // Always inlined: a proxy made in the caller's own code and released there is
     // allocated on the stack; one returned from a call is not.
-    @inline(__always) get {
-      guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
-      // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
-      // resumes. Out of line, one runtime call: this path allocates a proxy anyway.
-      lock.recordHoldingTask()
-      return ThreadSafeWriterProxy(owning: self)
-    }
+    @inline(__always) get { writer() }
+  }
+
+  /// ``writer``, naming the caller's file and line in debug builds' lock-order reports,
+  /// which a property cannot do.
+  ///
+  /// ```swift
+  /// if let proxy = session.writer() { proxy.write.token = newToken }
+  /// ```
+  @inlinable @inline(__always)
+  public func writer(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) -> ThreadSafeWriterProxy<Value>? {
+    guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
+    // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
+    // resumes. Out of line, one runtime call: this path allocates a proxy anyway.
+    lock.recordHoldingTask()
+    #if DEBUG
+      LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
+    #endif
+    return ThreadSafeWriterProxy(owning: self)
   }
 
   /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
@@ -247,7 +275,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// state.writeNext { $0.write.count += 1 }
   /// ```
   @inlinable
-  public func writeNext(_ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void) {
+  public func writeNext(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void
+  ) {
     // Writes already wait: go behind them without touching the state word, which the
     // holder is busy with.
     guard sw_load_relaxed(lock.queuedHint) == 0,
@@ -255,7 +286,15 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     else {
       return enqueue(.write(body))
     }
-    if lend(body, inPlace: true) { endLentCheckout() }
+    #if DEBUG
+      // Run in place, it holds the writer without having waited: no order to it.
+      LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+    #endif
+    let returned = lend(body, inPlace: true)
+    #if DEBUG
+      LockOrderCheck.released(ObjectIdentifier(self))
+    #endif
+    if returned { endLentCheckout() }
   }
 
 }
