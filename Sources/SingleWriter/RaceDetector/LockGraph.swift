@@ -36,7 +36,7 @@ import SingleWriterAtomics
   }
 
   /// Every edge seen and every checkout held, behind one lock. The fast paths read only
-  /// the atomic words; a thread's `LockStack` remembers the edges it has seen, so steady
+  /// `lockOrderWords`; a thread's `LockStack` remembers the edges it has seen, so steady
   /// state takes this lock only for checkouts.
   final class LockGraph: @unchecked Sendable {
     // Sendable: the dictionaries and arrays are only touched with `mutex` held; the
@@ -50,35 +50,8 @@ import SingleWriterAtomics
     private var checkouts: [CheckoutHold] = []
     /// Served writes reported, by container and lock: each pair once.
     private var servedReported: Set<LockEdge> = []
-    /// The atomic words: on/off, the generation (bumped when edges are dropped), how many
-    /// checkouts are held, and a bit per hash of a lock that has had an edge.
-    private let words: UnsafeMutablePointer<sw_atomic_u32>
-    private static let switchWord = 0
-    private static let generationWord = 1
-    private static let checkoutsWord = 2
-    private static let firstBitsWord = 3
-    private static let bitsWords = 64
 
-    private init() {
-      let count = Self.firstBitsWord + Self.bitsWords
-      words = .allocate(capacity: count)
-      words.initialize(repeating: sw_atomic_u32(), count: count)
-      sw_store_release(words + Self.switchWord, 1)
-    }
-
-    var isOn: Bool {
-      get { sw_load_relaxed(words + Self.switchWord) != 0 }
-      set { sw_store_release(words + Self.switchWord, newValue ? 1 : 0) }
-    }
-
-    var generation: UInt32 { sw_load_acquire(words + Self.generationWord) }
-
-    var hasCheckouts: Bool { sw_load_relaxed(words + Self.checkoutsWord) != 0 }
-
-    private func bit(_ id: UInt) -> (word: UnsafeMutablePointer<sw_atomic_u32>, mask: UInt32) {
-      let hash = Int(truncatingIfNeeded: (UInt64(id) &* 0x9E37_79B9_7F4A_7C15) &>> 53)  // 2048
-      return (words + Self.firstBitsWord + hash / 32, 1 << UInt32(hash % 32))
-    }
+    private init() {}
 
     // MARK: Edges
 
@@ -104,10 +77,8 @@ import SingleWriterAtomics
         held: heldSite, heldBy: heldBy ?? here, taken: site, takenBy: here)
       neighbours[from, default: []].append(to)
       neighbours[to, default: []].append(from)
-      for id in [from, to] {
-        let (word, mask) = bit(id)
-        sw_fetch_or(word, mask)
-      }
+      lockOrderWords.setBit(from)
+      lockOrderWords.setBit(to)
       let reverse = LockEdge(from: to, to: from)
       guard let opposite = edges[reverse], !opposite.reported else {
         edges[edge] = sites
@@ -126,12 +97,11 @@ import SingleWriterAtomics
         id: id, thread: sw_current_thread(), task: sw_current_task(), site: site)
       mutex.lock()
       checkouts.append(hold)
-      sw_store_release(words + Self.checkoutsWord, UInt32(checkouts.count))
+      lockOrderWords.setCheckouts(checkouts.count)
       mutex.unlock()
     }
 
     func checkoutEnded(_ id: UInt) {
-      guard hasCheckouts else { return }
       mutex.lock()
       var index = 0
       while index < checkouts.count {
@@ -141,7 +111,7 @@ import SingleWriterAtomics
         }
         index += 1
       }
-      sw_store_release(words + Self.checkoutsWord, UInt32(checkouts.count))
+      lockOrderWords.setCheckouts(checkouts.count)
       mutex.unlock()
     }
 
@@ -192,10 +162,8 @@ import SingleWriterAtomics
       _ id: UInt, _ heldSite: LockSite, _ heldBy: String, _ site: LockSite, _ container: UInt
     ) -> RaceReport? {
       guard servedReported.insert(LockEdge(from: container, to: id)).inserted else { return nil }
-      let (word, mask) = bit(container)
-      sw_fetch_or(word, mask)
-      let (idWord, idMask) = bit(id)
-      sw_fetch_or(idWord, idMask)
+      lockOrderWords.setBit(container)
+      lockOrderWords.setBit(id)
       var context = RaceContext.current
       let lock = Self.name(id)
       let order = RaceReport.LockOrder(
@@ -211,8 +179,6 @@ import SingleWriterAtomics
 
     /// Drops every edge of `id`, which is being freed.
     func forget(_ id: UInt) {
-      let (word, mask) = bit(id)
-      guard sw_load_relaxed(word) & mask != 0 else { return }
       mutex.lock()
       if let others = neighbours.removeValue(forKey: id) {
         for other in others {
@@ -221,7 +187,7 @@ import SingleWriterAtomics
           neighbours[other]?.removeAll { $0 == id }
           if neighbours[other]?.isEmpty == true { neighbours[other] = nil }
         }
-        sw_fetch_add(words + Self.generationWord, 1)
+        lockOrderWords.nextGeneration()
       }
       if !servedReported.isEmpty {
         servedReported = servedReported.filter { $0.from != id && $0.to != id }

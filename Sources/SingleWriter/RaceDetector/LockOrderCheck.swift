@@ -56,11 +56,17 @@ import SingleWriterAtomics
 
     subscript(index: Int) -> HeldLock { base[index] }
 
-    mutating func push(_ lock: HeldLock) {
+    mutating func push(
+      _ id: UInt, _ file: StaticString, _ function: StaticString, _ line: UInt,
+      isServing: Bool
+    ) {
       if count == capacity { grow() }
-      base[count] = lock  // trivial: uninitialized memory may be assigned
+      // Trivial: uninitialized memory may be assigned.
+      base[count] = HeldLock(
+        id: id, site: LockSite(file: file, function: function, line: line),
+        isServing: isServing)
       count += 1
-      if lock.isServing { serving += 1 }
+      if isServing { serving += 1 }
     }
 
     /// Drops the innermost entry for `id`, if any: a lock taken while checking was off
@@ -120,13 +126,62 @@ import SingleWriterAtomics
     }
   }
 
+  /// Frees a thread's stack when the thread exits; the thread-local pointer is the fast
+  /// way to it (`sw_lock_order_stack`).
   let lockStackSlot: UInt = sw_thread_slot_create { raw in
     guard let raw else { return }
+    sw_set_lock_order_stack(nil)
     let stack = raw.assumingMemoryBound(to: LockStack.self)
     stack.pointee.destroy()
     stack.deinitialize(count: 1)
     stack.deallocate()
   }
+
+  /// The atomic words every hook reads, outside `LockGraph` so that reading one costs no
+  /// reference count in a debug build: on or off, the graph's generation (bumped when
+  /// edges are dropped), how many checkouts are held, and a bit per hash of a lock that
+  /// has had an edge.
+  struct LockOrderWords: @unchecked Sendable {
+    // Sendable: the pointee is atomic words, allocated once and never freed.
+    let base: UnsafeMutablePointer<sw_atomic_u32>
+    static let bitsWords = 64
+    private static let firstBitsWord = 3
+
+    init() {
+      let count = Self.firstBitsWord + Self.bitsWords
+      base = .allocate(capacity: count)
+      base.initialize(repeating: sw_atomic_u32(), count: count)
+      sw_store_release(base, 1)
+    }
+
+    var isOn: Bool { sw_load_relaxed(base) != 0 }
+    func turn(on: Bool) { sw_store_release(base, on ? 1 : 0) }
+
+    var generation: UInt32 { sw_load_acquire(base + 1) }
+    func nextGeneration() { sw_fetch_add(base + 1, 1) }
+
+    var hasCheckouts: Bool { sw_load_relaxed(base + 2) != 0 }
+    func setCheckouts(_ count: Int) { sw_store_release(base + 2, UInt32(count)) }
+
+    /// The word and mask of `id`'s bit.
+    func bit(_ id: UInt) -> (word: UnsafeMutablePointer<sw_atomic_u32>, mask: UInt32) {
+      let hash = Int(truncatingIfNeeded: (UInt64(id) &* 0x9E37_79B9_7F4A_7C15) &>> 53)  // 2048
+      return (base + Self.firstBitsWord + hash / 32, 1 << UInt32(hash % 32))
+    }
+
+    func setBit(_ id: UInt) {
+      let (word, mask) = bit(id)
+      sw_fetch_or(word, mask)
+    }
+
+    /// Whether `id` may have edges: `false` means it has none.
+    func mayHaveEdges(_ id: UInt) -> Bool {
+      let (word, mask) = bit(id)
+      return sw_load_relaxed(word) & mask != 0
+    }
+  }
+
+  let lockOrderWords = LockOrderWords()
 
   /// The hooks that the package's locks call, each from inside `#if DEBUG`, with the
   /// lock's identity and the public call's site.
@@ -141,12 +196,11 @@ import SingleWriterAtomics
   enum LockOrderCheck {
     /// The calling thread's stack, made on first use.
     static var stack: UnsafeMutablePointer<LockStack> {
-      if let raw = sw_thread_slot_get(lockStackSlot) {
-        return raw.assumingMemoryBound(to: LockStack.self)
-      }
+      if let raw = sw_lock_order_stack() { return raw.assumingMemoryBound(to: LockStack.self) }
       let stack = UnsafeMutablePointer<LockStack>.allocate(capacity: 1)
       stack.initialize(to: LockStack())
       sw_thread_slot_set(lockStackSlot, stack)
+      sw_set_lock_order_stack(stack)
       return stack
     }
 
@@ -156,13 +210,12 @@ import SingleWriterAtomics
     static func willTake(
       _ lock: ObjectIdentifier, _ file: StaticString, _ function: StaticString, _ line: UInt
     ) {
-      let graph = LockGraph.shared
-      guard graph.isOn else { return }
-      let id = UInt(bitPattern: lock)
-      let site = LockSite(file: file, function: function, line: line)
+      guard lockOrderWords.isOn else { return }
       let stack = Self.stack
-      check(id, site, stack, graph)
-      stack.pointee.push(HeldLock(id: id, site: site, isServing: false))
+      if stack.pointee.count != 0 || lockOrderWords.hasCheckouts {
+        check(UInt(bitPattern: lock), LockSite(file: file, function: function, line: line), stack)
+      }
+      stack.pointee.push(UInt(bitPattern: lock), file, function, line, isServing: false)
     }
 
     /// This thread or task is about to wait for `lock`, which, if it is then taken here,
@@ -172,10 +225,10 @@ import SingleWriterAtomics
     static func willWait(
       for lock: ObjectIdentifier, _ file: StaticString, _ function: StaticString, _ line: UInt
     ) {
-      let graph = LockGraph.shared
-      guard graph.isOn else { return }
-      let site = LockSite(file: file, function: function, line: line)
-      check(UInt(bitPattern: lock), site, Self.stack, graph)
+      guard lockOrderWords.isOn else { return }
+      let stack = Self.stack
+      guard stack.pointee.count != 0 || lockOrderWords.hasCheckouts else { return }
+      check(UInt(bitPattern: lock), LockSite(file: file, function: function, line: line), stack)
     }
 
     /// `lock` was taken by a call that never waits, and is held until `released`.
@@ -183,18 +236,15 @@ import SingleWriterAtomics
     static func took(
       _ lock: ObjectIdentifier, _ file: StaticString, _ function: StaticString, _ line: UInt
     ) {
-      guard LockGraph.shared.isOn else { return }
-      Self.stack.pointee.push(
-        HeldLock(
-          id: UInt(bitPattern: lock), site: LockSite(file: file, function: function, line: line),
-          isServing: false))
+      guard lockOrderWords.isOn else { return }
+      Self.stack.pointee.push(UInt(bitPattern: lock), file, function, line, isServing: false)
     }
 
     /// A hold from `willTake` or `took` ends. Runs whether or not checking is on, so that
     /// turning it off never strands an entry.
     @usableFromInline
     static func released(_ lock: ObjectIdentifier) {
-      guard let raw = sw_thread_slot_get(lockStackSlot) else { return }
+      guard let raw = sw_lock_order_stack() else { return }
       raw.assumingMemoryBound(to: LockStack.self).pointee.pop(UInt(bitPattern: lock))
     }
 
@@ -204,12 +254,11 @@ import SingleWriterAtomics
     static func reentered(
       _ lock: ObjectIdentifier, _ file: StaticString, _ function: StaticString, _ line: UInt
     ) {
-      guard let raw = sw_thread_slot_get(lockStackSlot) else { return }
+      guard let raw = sw_lock_order_stack() else { return }
       let stack = raw.assumingMemoryBound(to: LockStack.self)
-      guard stack.pointee.serving != 0, LockGraph.shared.isOn else { return }
+      guard stack.pointee.serving != 0, lockOrderWords.isOn else { return }
       checkServed(
-        UInt(bitPattern: lock), LockSite(file: file, function: function, line: line), stack,
-        LockGraph.shared)
+        UInt(bitPattern: lock), LockSite(file: file, function: function, line: line), stack)
     }
 
     /// This thread begins serving `container`'s queue: it holds the checkout, and the
@@ -219,11 +268,8 @@ import SingleWriterAtomics
       _ container: ObjectIdentifier, file: StaticString = #fileID,
       function: StaticString = #function, line: UInt = #line
     ) {
-      guard LockGraph.shared.isOn else { return }
-      Self.stack.pointee.push(
-        HeldLock(
-          id: UInt(bitPattern: container),
-          site: LockSite(file: file, function: function, line: line), isServing: true))
+      guard lockOrderWords.isOn else { return }
+      Self.stack.pointee.push(UInt(bitPattern: container), file, function, line, isServing: true)
     }
 
     /// The proxy that `container` just lent out for a checkout (`writer`, `checkout()`)
@@ -233,15 +279,15 @@ import SingleWriterAtomics
       _ container: ObjectIdentifier, _ file: StaticString, _ function: StaticString,
       _ line: UInt
     ) {
-      let graph = LockGraph.shared
-      guard graph.isOn else { return }
-      graph.checkedOut(
+      guard lockOrderWords.isOn else { return }
+      LockGraph.shared.checkedOut(
         UInt(bitPattern: container), LockSite(file: file, function: function, line: line))
     }
 
     /// The proxy that owned `container`'s checkout was released, on any thread.
     @usableFromInline
     static func checkoutEnded(_ container: ObjectIdentifier) {
+      guard lockOrderWords.hasCheckouts else { return }
       LockGraph.shared.checkoutEnded(UInt(bitPattern: container))
     }
 
@@ -249,17 +295,20 @@ import SingleWriterAtomics
     /// starts with none.
     @usableFromInline
     static func forget(_ lock: ObjectIdentifier) {
-      LockGraph.shared.forget(UInt(bitPattern: lock))
+      let id = UInt(bitPattern: lock)
+      guard lockOrderWords.mayHaveEdges(id) else { return }
+      LockGraph.shared.forget(id)
     }
 
     /// Records an edge to `id` from every lock held, reporting the first inversion of
     /// each pair, and a served write taking a lock its thread took before serving.
     private static func check(
-      _ id: UInt, _ site: LockSite, _ stack: UnsafeMutablePointer<LockStack>, _ graph: LockGraph
+      _ id: UInt, _ site: LockSite, _ stack: UnsafeMutablePointer<LockStack>
     ) {
+      let graph = LockGraph.shared
       let count = stack.pointee.count
       if count != 0 {
-        stack.pointee.refreshKnown(graph.generation)
+        stack.pointee.refreshKnown(lockOrderWords.generation)
         var index = 0
         while index < count {
           let held = stack.pointee[index]
@@ -269,9 +318,9 @@ import SingleWriterAtomics
           }
           index += 1
         }
-        if stack.pointee.serving != 0 { checkServed(id, site, stack, graph) }
+        if stack.pointee.serving != 0 { checkServed(id, site, stack) }
       }
-      if graph.hasCheckouts {
+      if lockOrderWords.hasCheckouts {
         let serving = stack.pointee.serving
         graph.recordFromCheckouts(
           to: id, site,
@@ -282,14 +331,14 @@ import SingleWriterAtomics
     /// Reports `id` taken inside a served write while this thread holds it from before
     /// it began serving (below the innermost serving marker).
     private static func checkServed(
-      _ id: UInt, _ site: LockSite, _ stack: UnsafeMutablePointer<LockStack>, _ graph: LockGraph
+      _ id: UInt, _ site: LockSite, _ stack: UnsafeMutablePointer<LockStack>
     ) {
       let marker = stack.pointee.innermostServing()
       var index = 0
       while index < marker {
         let held = stack.pointee[index]
         if held.id == id {
-          graph.servedWriteTakes(
+          LockGraph.shared.servedWriteTakes(
             id, heldAt: held.site, heldBy: nil, at: site, serving: stack.pointee[marker].id)
           return
         }

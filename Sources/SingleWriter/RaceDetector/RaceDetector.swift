@@ -100,14 +100,14 @@ public enum RaceDetector {
   public static var checksLockOrder: Bool {
     get {
       #if DEBUG
-        LockGraph.shared.isOn
+        lockOrderWords.isOn
       #else
         false
       #endif
     }
     set {
       #if DEBUG
-        LockGraph.shared.isOn = newValue
+        lockOrderWords.turn(on: newValue)
       #endif
     }
   }
