@@ -4,14 +4,15 @@ import Dispatch
 ///
 /// Each operation comes in three forms, all with the same effect:
 ///
-/// - **Sync:** ``value(forKey:)``, ``setValue(_:forKey:fileID:function:line:)`` and ``removeValue(forKey:fileID:function:line:)``
-///   return when the operation is done.
+/// - **Sync:** ``value(forKey:)``, ``setValue(_:forKey:fileID:function:line:)`` and
+///   ``removeValue(forKey:fileID:function:line:)`` return when the operation is done.
 /// - **Callback:** the same names with a `completion` parameter return at once and call
 ///   `completion` later on ``completionQueue``, never on the caller's thread.
-/// - **Async:** ``valueAsync(forKey:)``, ``setValueAsync(_:forKey:fileID:function:line:)`` and
-///   ``removeValueAsync(forKey:fileID:function:line:)`` are for `await`. They carry an `Async` suffix because
-///   an `async` overload with the same name as a synchronous method is easy to call by
-///   mistake: outside an async context the compiler silently picks the blocking one.
+/// - **Async:** ``valueAsync(forKey:)``, ``setValueAsync(_:forKey:fileID:function:line:)``
+///   and ``removeValueAsync(forKey:fileID:function:line:)`` are for `await`. They carry an
+///   `Async` suffix because an `async` overload with the same name as a synchronous method
+///   is easy to call by mistake: outside an async context the compiler silently picks the
+///   blocking one.
 ///
 /// ```swift
 /// let cache = BarrierStore<String, Int>()

@@ -25,8 +25,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// Like `Mutex.withLock`, it waits its turn whatever the task's cancellation, and
   /// throws only what `body` throws: a cancelled request still counts its hit. For a
-  /// wait that gives up on cancellation, use ``writeUnlessCancelled(fileID:function:line:_:)``. `body` itself
-  /// is synchronous, so the value is never held across an `await`.
+  /// wait that gives up on cancellation, use
+  /// ``writeUnlessCancelled(fileID:function:line:_:)``. `body` itself is synchronous, so the
+  /// value is never held across an `await`.
+  ///
+  /// Debug builds' lock-order checking (see ``RaceDetector``) orders it after the
+  /// checkouts this task holds; the defaulted `fileID`, `function` and `line` name the
+  /// caller in its reports.
   @inlinable
   public func write<R, E: Error>(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
@@ -179,6 +184,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// front of the queue: a suspended task never holds up the threads that wait for the
   /// writer for longer than that. Throws `CancellationError`, without checking out, if the
   /// task is cancelled while waiting.
+  ///
+  /// In debug builds' lock-order checking (see ``RaceDetector``) the checkout is ordered
+  /// after those this task holds, and held by this task until the proxy is released; the
+  /// defaulted `fileID`, `function` and `line` name the caller.
   ///
   /// Holding the proxy across an `await` keeps every other writer waiting, as intended;
   /// while it is held, do not block every thread of the cooperative pool in `withWriter`

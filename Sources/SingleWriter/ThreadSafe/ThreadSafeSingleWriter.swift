@@ -3,10 +3,10 @@ import SingleWriterAtomics
 /// A ``SingleWriter`` that any thread, queue or task can use.
 ///
 /// The same rules hold: any code can ``read``, only one ``ThreadSafeWriterProxy`` is
-/// alive at a time, and ``writeNext(fileID:function:line:_:)`` queues writes FIFO, never losing one. On
-/// top, ``withWriter(fileID:function:line:_:)`` waits for the writer, and ``tryWrite(fileID:function:line:_:)`` writes only if
-/// the writer is free. Neither allocates, unless `withWriter` has waited long enough to
-/// queue for its turn.
+/// alive at a time, and ``writeNext(fileID:function:line:_:)`` queues writes FIFO, never
+/// losing one. On top, ``withWriter(fileID:function:line:_:)`` waits for the writer, and
+/// ``tryWrite(fileID:function:line:_:)`` writes only if the writer is free. Neither
+/// allocates, unless `withWriter` has waited long enough to queue for its turn.
 ///
 /// ```swift
 /// let hits = ThreadSafeSingleWriter(value: 0)
@@ -26,9 +26,10 @@ import SingleWriterAtomics
 /// proxy at once. That holds inside a `writeNext` body too: the body holds the
 /// checkout, and each access through its proxy holds the value only for that access.
 ///
-/// Misuse that would hang stops the program with a message instead: ``withWriter(fileID:function:line:_:)``
-/// from inside a write's closure on the same thread, or ``read`` from inside
-/// ``tryWrite(fileID:function:line:_:)``'s closure.
+/// Misuse that would hang stops the program with a message instead:
+/// ``withWriter(fileID:function:line:_:)`` from inside a write's closure on the same
+/// thread, or ``read`` from inside ``tryWrite(fileID:function:line:_:)``'s closure. Debug
+/// builds also report locks taken in both orders (see ``RaceDetector``).
 public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// The state word, the hand-off's lock and the owner ids.
   @usableFromInline let lock: WriterLock
@@ -79,8 +80,8 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   ///
   /// The container is `Sendable` whatever `Value` is, as a `Mutex` is: `value` is sent
   /// into it, and closure writes hand it to their body as `inout sending`. What reads
-  /// or writes it from several threads at once (``read``, proxies, ``writeNext(fileID:function:line:_:)``,
-  /// `changes()`) needs `Value: Sendable`.
+  /// or writes it from several threads at once (``read``, proxies,
+  /// ``writeNext(fileID:function:line:_:)``, `changes()`) needs `Value: Sendable`.
   @inlinable
   public init(value: consuming sending Value) {
     lock = WriterLock()
@@ -117,6 +118,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   ///
   /// Reading this container from inside `body` on the same thread stops the program:
   /// use the `inout` value instead.
+  ///
+  /// It never waits, so debug builds' lock-order checking (see ``RaceDetector``) orders it
+  /// after no lock held; locks that `body` waits for are ordered after it. The defaulted
+  /// `fileID`, `function` and `line` name the caller in its reports.
   @inlinable
   @discardableResult
   public func tryWrite<R: ~Copyable, E: Error>(
@@ -161,6 +166,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// message. Called while this thread or task holds a proxy, it waits for that proxy's
   /// release, which is right if the proxy went elsewhere; if it did not, a warning on
   /// standard error after a second names the deadlock.
+  ///
+  /// Debug builds' lock-order checking (see ``RaceDetector``) orders it after every lock
+  /// this thread holds, and reports the first pair also taken in the opposite order. The
+  /// defaulted `fileID`, `function` and `line` name the caller in its reports.
   @inlinable
   public func withWriter<R: ~Copyable, E: Error>(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
@@ -217,9 +226,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// A proxy for writing, or `nil` while the writer is out or writes are queued.
   ///
   /// The proxy can be sent to, used on and released on any thread. Releasing it runs
-  /// the queued writes on the releasing thread (see ``writeNext(fileID:function:line:_:)`` for the one
-  /// exception). Since it can move, a thread waiting for it in `withWriter` does not
-  /// boost its holder's priority; where priority inversion matters, write in a closure.
+  /// the queued writes on the releasing thread (see ``writeNext(fileID:function:line:_:)``
+  /// for the one exception). Since it can move, a thread waiting for it in `withWriter`
+  /// does not boost its holder's priority; where priority inversion matters, write in a
+  /// closure.
   ///
   /// ```swift
   /// if let writer = session.writer {
@@ -233,8 +243,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     @inline(__always) get { writer() }
   }
 
-  /// ``writer``, naming the caller's file and line in debug builds' lock-order reports,
-  /// which a property cannot do.
+  /// ``writer``, naming the caller's file and line in debug builds' lock-order reports
+  /// (see ``RaceDetector``), which a property cannot do. Until the proxy is released, the
+  /// checkout counts as held by this task, or this thread outside any task.
   ///
   /// ```swift
   /// if let proxy = session.writer() { proxy.write.token = newToken }
@@ -264,7 +275,11 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
   /// that thread leave it the CPU. Since the caller may be chosen to run other threads'
-  /// queued bodies, do not call it while holding a lock that a queued body takes.
+  /// queued bodies, do not call it while holding a lock that a queued body takes: debug
+  /// builds report a body that takes a `ReentrantMutex`, container or `BarrierStore` that
+  /// the thread running it held before (see ``RaceDetector``). Run in place, `body` holds
+  /// the writer without having waited for it: no lock-order edge leads to it, and the
+  /// defaulted `fileID`, `function` and `line` name the caller where one leads from it.
   ///
   /// `body` may keep the proxy, and the checkout then lasts until that proxy is
   /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
