@@ -130,7 +130,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   @inlinable
   func serveQueue(_ me: UInt) {
     #if DEBUG
-      // The writes run here are other code's: a lock this thread took before is not theirs.
+      // The writes run here were queued, not called here: a lock this thread took before
+      // serving is not theirs (lock-order checking reports one that takes it).
       LockOrderCheck.beginServing(ObjectIdentifier(self))
       defer { LockOrderCheck.released(ObjectIdentifier(self)) }
     #endif
