@@ -102,6 +102,34 @@ func flush(_ events: ThreadSafeSingleWriter<[String]>, _ batch: [String]) async 
 
 let log = ThreadSafeSingleWriter(value: [String](), maxQueuedWrites: 1_024)
 
+let accounts = ReentrantMutex()
+let ledger = ThreadSafeSingleWriter(value: [String]())
+
+func transfer() {
+  accounts.with {
+    ledger.withWriter { $0.append("transfer") }  // accounts, then ledger
+  }
+}
+
+func audit() {
+  ledger.withWriter { entries in
+    accounts.with { entries.append("audit") }  // ledger, then accounts: reported
+  }
+}
+
+/// Runs the two orders, one after the other, so nothing deadlocks; a debug build reports
+/// the second. Collected here instead of stopping, which is what the default handler does.
+func inconsistentLockOrder() -> String {
+  let previous = RaceDetector.onRace
+  let kinds = ThreadSafeSingleWriter(value: [RaceReport.Kind]())
+  RaceDetector.onRace = { report in kinds.withWriter { $0.append(report.kind) } }
+  defer { RaceDetector.onRace = previous }
+  transfer()
+  audit()
+  return "\(ledger.read), reported: \(kinds.read.map { "\($0)" })"
+  // debug: ["transfer", "audit"], reported: ["lockOrderInversion"]; release: reported: []
+}
+
 // MARK: Moving from the article's gist
 
 struct Profile {
@@ -171,6 +199,7 @@ func recordVisit(_ page: String) {
   // true true false ["pear": 5] [1, 2, 3]
   await flush(log, ["opened", "saved"])
   print("backlog: \(log.read), \(log.queuedWrites) queued")  // ["opened", "saved"], 0 queued
+  print("lock order: \(inconsistentLockOrder())")
 
   renameAndVisit()
   lentProxy()

@@ -24,6 +24,8 @@ uintptr_t sw_current_thread_slow(void) {
 
 _Thread_local sw_reading_marks sw_reading;
 
+_Thread_local void *sw_lock_order_stack_pointer;
+
 /// The marks past `SW_READING_DEPTH`, and how many the buffer holds; the buffer is also in
 /// `deep_slot`, whose destructor frees it when the thread exits.
 static _Thread_local void **sw_reading_deep;

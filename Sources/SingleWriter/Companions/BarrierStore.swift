@@ -4,14 +4,15 @@ import Dispatch
 ///
 /// Each operation comes in three forms, all with the same effect:
 ///
-/// - **Sync:** ``value(forKey:)``, ``setValue(_:forKey:)`` and ``removeValue(forKey:)``
-///   return when the operation is done.
+/// - **Sync:** ``value(forKey:)``, ``setValue(_:forKey:fileID:function:line:)`` and
+///   ``removeValue(forKey:fileID:function:line:)`` return when the operation is done.
 /// - **Callback:** the same names with a `completion` parameter return at once and call
 ///   `completion` later on ``completionQueue``, never on the caller's thread.
-/// - **Async:** ``valueAsync(forKey:)``, ``setValueAsync(_:forKey:)`` and
-///   ``removeValueAsync(forKey:)`` are for `await`. They carry an `Async` suffix because
-///   an `async` overload with the same name as a synchronous method is easy to call by
-///   mistake: outside an async context the compiler silently picks the blocking one.
+/// - **Async:** ``valueAsync(forKey:)``, ``setValueAsync(_:forKey:fileID:function:line:)``
+///   and ``removeValueAsync(forKey:fileID:function:line:)`` are for `await`. They carry an
+///   `Async` suffix because an `async` overload with the same name as a synchronous method
+///   is easy to call by mistake: outside an async context the compiler silently picks the
+///   blocking one.
 ///
 /// ```swift
 /// let cache = BarrierStore<String, Int>()
@@ -90,6 +91,9 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
   }
 
   deinit {
+    #if DEBUG
+      LockOrderCheck.forget(ObjectIdentifier(self))
+    #endif
     // Pending queue blocks and completions retain the store, so nothing uses it now.
     lock?.destroy()
   }
@@ -112,8 +116,13 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
   /// users.setValue(user, forKey: user.id)
   /// ```
   @inlinable
-  public func setValue(_ value: Value, forKey key: Key) {
-    let displaced = withExclusiveAccess { storage.updateValue(value, forKey: key) }
+  public func setValue(
+    _ value: Value, forKey key: Key,
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) {
+    let displaced = withExclusiveAccess(fileID, function, line) {
+      storage.updateValue(value, forKey: key)
+    }
     withExtendedLifetime(displaced) {}  // released here, outside the store
   }
 
@@ -124,8 +133,11 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
   /// ```
   @inlinable
   @discardableResult
-  public func removeValue(forKey key: Key) -> Value? {
-    let removed = withExclusiveAccess { removeEntry(forKey: key) }
+  public func removeValue(
+    forKey key: Key,
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) -> Value? {
+    let removed = withExclusiveAccess(fileID, function, line) { removeEntry(forKey: key) }
     return removed?.value
   }
 
@@ -160,9 +172,11 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
   /// ```
   @inlinable
   public func setValue(
-    _ value: Value, forKey key: Key, completion: @escaping @Sendable (Key, Value) -> Void
+    _ value: Value, forKey key: Key,
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    completion: @escaping @Sendable (Key, Value) -> Void
   ) {
-    accessLater(exclusive: true) {
+    accessLater(exclusive: true, fileID, function, line) {
       self.storage.updateValue(value, forKey: key)
     } then: { displaced in
       completion(key, value)
@@ -178,9 +192,11 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
   /// ```
   @inlinable
   public func removeValue(
-    forKey key: Key, completion: @escaping @Sendable (Key, Value?) -> Void
+    forKey key: Key,
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    completion: @escaping @Sendable (Key, Value?) -> Void
   ) {
-    accessLater(exclusive: true) {
+    accessLater(exclusive: true, fileID, function, line) {
       self.removeEntry(forKey: key)
     } then: { removed in
       completion(key, removed?.value)
@@ -199,29 +215,37 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
     await access(exclusive: false) { self.storage[key] }
   }
 
-  /// Stores `value` for `key`; the `await` form of ``setValue(_:forKey:)``.
+  /// Stores `value` for `key`; the `await` form of ``setValue(_:forKey:fileID:function:line:)``.
   ///
   /// ```swift
   /// await users.setValueAsync(user, forKey: user.id)
   /// ```
   @inlinable
-  public func setValueAsync(_ value: Value, forKey key: Key) async {
-    let displaced = await access(exclusive: true) {
+  public func setValueAsync(
+    _ value: Value, forKey key: Key,
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) async {
+    let displaced = await access(exclusive: true, fileID, function, line) {
       self.storage.updateValue(value, forKey: key)
     }
     withExtendedLifetime(displaced) {}  // released here, outside the store
   }
 
   /// Removes and returns the value stored for `key`; the `await` form of
-  /// ``removeValue(forKey:)``.
+  /// ``removeValue(forKey:fileID:function:line:)``.
   ///
   /// ```swift
   /// await users.removeValueAsync(forKey: id)
   /// ```
   @inlinable
   @discardableResult
-  public func removeValueAsync(forKey key: Key) async -> Value? {
-    let removed = await access(exclusive: true) { self.removeEntry(forKey: key) }
+  public func removeValueAsync(
+    forKey key: Key,
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) async -> Value? {
+    let removed = await access(exclusive: true, fileID, function, line) {
+      self.removeEntry(forKey: key)
+    }
     return removed?.value
   }
 
@@ -246,9 +270,16 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
     return syncQueue().sync(execute: body)
   }
 
-  /// Runs `body` now, with exclusive access, and returns its result.
+  /// Runs `body` now, with exclusive access, and returns its result. A write: in debug
+  /// builds it takes part in lock-order checking, named by the caller's site.
   @inlinable
-  func withExclusiveAccess<R>(_ body: () -> R) -> R {
+  func withExclusiveAccess<R>(
+    _ fileID: StaticString, _ function: StaticString, _ line: UInt, _ body: () -> R
+  ) -> R {
+    #if DEBUG
+      LockOrderCheck.willTake(ObjectIdentifier(self), fileID, function, line)
+      defer { LockOrderCheck.released(ObjectIdentifier(self)) }
+    #endif
     if let lock {
       lock.lockExclusive()
       defer { lock.unlockExclusive() }
@@ -270,11 +301,14 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
   @inlinable
   func accessLater<R: Sendable>(
     exclusive: Bool,
+    _ fileID: StaticString = #fileID, _ function: StaticString = #function, _ line: UInt = #line,
     _ body: @escaping @Sendable () -> R,
     then: @escaping @Sendable (R) -> Void
   ) {
     guard let queue else {
-      let result = exclusive ? withExclusiveAccess(body) : withSharedAccess(body)
+      let result =
+        exclusive
+        ? withExclusiveAccess(fileID, function, line, body) : withSharedAccess(body)
       completionQueue.async { then(result) }
       return
     }
@@ -291,10 +325,13 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
   /// lock, or by suspending until a block on the queue has run it.
   @inlinable
   func access<R: Sendable>(
-    exclusive: Bool, _ body: @escaping @Sendable () -> R
+    exclusive: Bool,
+    _ fileID: StaticString = #fileID, _ function: StaticString = #function, _ line: UInt = #line,
+    _ body: @escaping @Sendable () -> R
   ) async -> R {
     guard let queue else {
-      return exclusive ? withExclusiveAccess(body) : withSharedAccess(body)
+      return exclusive
+        ? withExclusiveAccess(fileID, function, line, body) : withSharedAccess(body)
     }
     return await withCheckedContinuation { continuation in
       queue.async(flags: exclusive ? .barrier : []) {

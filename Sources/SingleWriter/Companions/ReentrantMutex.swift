@@ -2,10 +2,10 @@ import SingleWriterAtomics
 
 /// A lock that the thread holding it can take again without deadlocking.
 ///
-/// ``with(_:)`` runs its closure while holding the lock. A `with` nested inside another
-/// on the same thread, directly or through any number of calls, just runs its closure:
-/// the lock is already held. Other threads wait until the outermost `with` returns or
-/// throws.
+/// ``with(fileID:function:line:_:)`` runs its closure while holding the lock. A `with`
+/// nested inside another on the same thread, directly or through any number of calls, just
+/// runs its closure: the lock is already held. Other threads wait until the outermost
+/// `with` returns or throws.
 ///
 /// ```swift
 /// struct User { var age: Int }
@@ -56,6 +56,9 @@ public final class ReentrantMutex: @unchecked Sendable {
   }
 
   deinit {
+    #if DEBUG
+      LockOrderCheck.forget(ObjectIdentifier(self))
+    #endif
     mutex.deinitialize(count: 1)
     mutex.deallocate()
     owner.deinitialize(count: 1)
@@ -72,15 +75,31 @@ public final class ReentrantMutex: @unchecked Sendable {
   /// let snapshot = lock.with { cache }
   /// try lock.with { try save(cache) }
   /// ```
+  ///
+  /// In debug builds the outermost `with` takes part in lock-order checking (see
+  /// ``RaceDetector/checksLockOrder``); the defaulted `fileID`, `function` and `line` name
+  /// the caller in its reports. A nested `with` is no new order.
   @inlinable
-  public func with<R: ~Copyable, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+  public func with<R: ~Copyable, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: () throws(E) -> R
+  ) throws(E) -> R {
     let me = sw_current_thread()
     if sw_uptr_load(owner) == me {
+      #if DEBUG
+        LockOrderCheck.reentered(ObjectIdentifier(self), fileID, function, line)
+      #endif
       return try body()
     }
+    #if DEBUG
+      LockOrderCheck.willTake(ObjectIdentifier(self), fileID, function, line)
+    #endif
     sw_mutex_lock(mutex)
     sw_uptr_store(owner, me)
     defer {
+      #if DEBUG
+        LockOrderCheck.released(ObjectIdentifier(self))
+      #endif
       sw_uptr_store(owner, 0)
       sw_mutex_unlock(mutex)
     }

@@ -25,17 +25,31 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// Like `Mutex.withLock`, it waits its turn whatever the task's cancellation, and
   /// throws only what `body` throws: a cancelled request still counts its hit. For a
-  /// wait that gives up on cancellation, use ``writeUnlessCancelled(_:)``. `body` itself
-  /// is synchronous, so the value is never held across an `await`.
+  /// wait that gives up on cancellation, use
+  /// ``writeUnlessCancelled(fileID:function:line:_:)``. `body` itself is synchronous, so the
+  /// value is never held across an `await`.
+  ///
+  /// Debug builds' lock-order checking (see ``RaceDetector``) orders it after the
+  /// checkouts this task holds; the defaulted `fileID`, `function` and `line` name the
+  /// caller in its reports.
   @inlinable
   public func write<R, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws(E) -> sending R {
-    if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
+    #if DEBUG
+      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+    #endif
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
+      #if DEBUG
+        LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+      #endif
+      return try runClosureWrite(body)
+    }
     return try await writeInTurn(body, unlessCancelled: false).unsafelyUnwrapped.get()
   }
 
-  /// ``write(_:)``, unless the task is cancelled first: then it throws
+  /// ``write(fileID:function:line:_:)``, unless the task is cancelled first: then it throws
   /// `CancellationError` and `body` never runs.
   ///
   /// ```swift
@@ -46,10 +60,19 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// `body` has begun, the write completes.
   @inlinable
   public func writeUnlessCancelled<R, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws -> sending R {
     try Task.checkCancellation()
-    if lock.tryBeginClosureWrite() || spinForClosureWrite() { return try runClosureWrite(body) }
+    #if DEBUG
+      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+    #endif
+    if lock.tryBeginClosureWrite() || spinForClosureWrite() {
+      #if DEBUG
+        LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+      #endif
+      return try runClosureWrite(body)
+    }
     guard let result = await writeInTurn(body, unlessCancelled: true) else {
       throw CancellationError()
     }
@@ -132,16 +155,22 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// ```
   ///
   /// Returns at once if nothing is queued. Otherwise it waits its turn in the queue, as
-  /// ``write(_:)`` does, whatever the task's cancellation, and then returns: writes
+  /// ``write(fileID:function:line:_:)`` does, whatever the task's cancellation, and then returns: writes
   /// queued after it may run before it resumes. Only queued writes count: a checkout held
   /// by a proxy with nothing queued behind it does not hold it up.
   ///
   /// Calling it while this task holds a proxy it took (from `writer` or `checkout()`)
   /// with writes queued behind it stops the program with a message: the queue cannot move
   /// until that proxy is released.
-  public func drained() async {
+  public func drained(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) async {
     // `queued` is cleared only once the last queued write has run.
     guard sw_load_acquire(lock.queuedHint) != 0 else { return }
+    #if DEBUG
+      // It waits for the queue, which waits for whatever its bodies take.
+      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+    #endif
     let task = sw_current_task()
     if lock.isHeld(byTask: task) {
       selfDeadlockFailure(
@@ -193,10 +222,19 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// writer for longer than that. Throws `CancellationError`, without checking out, if the
   /// task is cancelled while waiting.
   ///
+  /// In debug builds' lock-order checking (see ``RaceDetector``) the checkout is ordered
+  /// after those this task holds, and held by this task until the proxy is released; the
+  /// defaulted `fileID`, `function` and `line` name the caller.
+  ///
   /// Holding the proxy across an `await` keeps every other writer waiting, as intended;
   /// while it is held, do not block every thread of the cooperative pool in `withWriter`
   /// on this container (use `await write`), or the task holding it cannot resume.
-  public func checkout() async throws -> ThreadSafeWriterProxy<Value> {
+  public func checkout(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) async throws -> ThreadSafeWriterProxy<Value> {
+    #if DEBUG
+      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+    #endif
     var atFront = false
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
@@ -212,6 +250,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       atFront = true
     }
     sw_uptr_store(lock.checkoutTask, sw_current_task())
+    #if DEBUG
+      LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
+    #endif
     return ThreadSafeWriterProxy(owning: self)
   }
 }

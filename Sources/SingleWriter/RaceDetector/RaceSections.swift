@@ -278,13 +278,20 @@ final class RaceHandlerStore: @unchecked Sendable {
     }
   }
 
-  /// Prints the report and its stack to standard error, then stops a debug build.
+  /// Prints the report and its stack to standard error, then stops a debug build: a race
+  /// and a lock-order report alike.
   static let standardHandler: @Sendable (RaceReport) -> Void = { report in
     #if DEBUG
       var text = "RaceDetector: \(report)\n"
       for frame in report.callStack { text += "    \(frame)\n" }
       writeToStandardError(text)
     #endif
-    assertionFailure("data race on \(report.resource); the report is on standard error")
+    switch report.kind {
+    case .race:
+      assertionFailure("data race on \(report.resource); the report is on standard error")
+    case .lockOrderInversion, .servedWriteTakesHeldLock:
+      assertionFailure(
+        "potential deadlock on \(report.resource); the report is on standard error")
+    }
   }
 }

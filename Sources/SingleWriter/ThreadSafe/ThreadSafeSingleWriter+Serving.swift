@@ -157,6 +157,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// stack, and a checkout that ends inside it comes back to it (see `finishCheckoutNow`).
   @inlinable
   func serveQueue(_ me: UInt) {
+    #if DEBUG
+      // The writes run here were queued, not called here: a lock this thread took before
+      // serving is not theirs (lock-order checking reports one that takes it).
+      LockOrderCheck.beginServing(ObjectIdentifier(self))
+      defer { LockOrderCheck.released(ObjectIdentifier(self)) }
+    #endif
     // This thread runs the writes it queued while it held the checkout (and what is ahead
     // of them), as documented. Everything else is its job for about a millisecond; past
     // that, the next thread to queue one takes over (see `HandOff`).

@@ -3,10 +3,10 @@ import SingleWriterAtomics
 /// A ``SingleWriter`` that any thread, queue or task can use.
 ///
 /// The same rules hold: any code can ``read``, only one ``ThreadSafeWriterProxy`` is
-/// alive at a time, and ``writeNext(_:)`` queues writes FIFO, never losing one. On
-/// top, ``withWriter(_:)`` waits for the writer, and ``tryWrite(_:)`` writes only if
-/// the writer is free. Neither allocates, unless `withWriter` has waited long enough to
-/// queue for its turn.
+/// alive at a time, and ``writeNext(fileID:function:line:_:)`` queues writes FIFO, never
+/// losing one. On top, ``withWriter(fileID:function:line:_:)`` waits for the writer, and
+/// ``tryWrite(fileID:function:line:_:)`` writes only if the writer is free. Neither
+/// allocates, unless `withWriter` has waited long enough to queue for its turn.
 ///
 /// ```swift
 /// let hits = ThreadSafeSingleWriter(value: 0)
@@ -26,9 +26,10 @@ import SingleWriterAtomics
 /// proxy at once. That holds inside a `writeNext` body too: the body holds the
 /// checkout, and each access through its proxy holds the value only for that access.
 ///
-/// Misuse that would hang stops the program with a message instead: ``withWriter(_:)``
-/// from inside a write's closure on the same thread, or ``read`` from inside
-/// ``tryWrite(_:)``'s closure.
+/// Misuse that would hang stops the program with a message instead:
+/// ``withWriter(fileID:function:line:_:)`` from inside a write's closure on the same
+/// thread, or ``read`` from inside ``tryWrite(fileID:function:line:_:)``'s closure. Debug
+/// builds also report locks taken in both orders (see ``RaceDetector``).
 public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// The state word, the hand-off's lock and the owner ids.
   @usableFromInline let lock: WriterLock
@@ -84,14 +85,14 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   ///
   /// The container is `Sendable` whatever `Value` is, as a `Mutex` is: `value` is sent
   /// into it, and closure writes hand it to their body as `inout sending`. What reads
-  /// or writes it from several threads at once (``read``, proxies, ``writeNext(_:)``,
-  /// `changes()`) needs `Value: Sendable`.
+  /// or writes it from several threads at once (``read``, proxies,
+  /// ``writeNext(fileID:function:line:_:)``, `changes()`) needs `Value: Sendable`.
   @inlinable
   public convenience init(value: consuming sending Value) {
     self.init(value: value, bound: .max)
   }
 
-  /// Wraps `value`, with at most `maxQueuedWrites` ``writeNext(_:)`` writes waiting at
+  /// Wraps `value`, with at most `maxQueuedWrites` ``writeNext(fileID:function:line:_:)`` writes waiting at
   /// once: a bounded backlog, so that memory stays bounded under any storm of writes.
   ///
   /// ```swift
@@ -100,7 +101,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// ```
   ///
   /// A `writeNext` that finds the backlog full waits for room, blocking its thread as
-  /// ``withWriter(_:)`` does, instead of queueing; nothing is lost. It never waits for
+  /// ``withWriter(fileID:function:line:_:)`` does, instead of queueing; nothing is lost. It never waits for
   /// room that only it could make: from the checkout's holder (a proxy taken on this
   /// thread, a closure write's body, a queued body being served here) or from inside this
   /// container's `read { }`, it queues past the bound. Other waits are not bounded by
@@ -125,6 +126,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   }
 
   deinit {
+    #if DEBUG
+      LockOrderCheck.forget(ObjectIdentifier(self))
+    #endif
     // Nothing can be queued now: a queued write or waiter would hold the checkout's
     // holder back, and every holder keeps this container alive.
     handOff.deinitialize(count: 1)
@@ -148,9 +152,14 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   ///
   /// Reading this container from inside `body` on the same thread stops the program:
   /// use the `inout` value instead.
+  ///
+  /// It never waits, so debug builds' lock-order checking (see ``RaceDetector``) orders it
+  /// after no lock held; locks that `body` waits for are ordered after it. The defaulted
+  /// `fileID`, `function` and `line` name the caller in its reports.
   @inlinable
   @discardableResult
   public func tryWrite<R: ~Copyable, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R? {
     guard lock.tryBeginClosureWrite() else {
@@ -159,6 +168,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       lock.stopIfReading()
       return nil
     }
+    #if DEBUG
+      LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+    #endif
     return try runClosureWrite(body)
   }
 
@@ -188,10 +200,18 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// message. Called while this thread or task holds a proxy, it waits for that proxy's
   /// release, which is right if the proxy went elsewhere; if it did not, a warning on
   /// standard error after a second names the deadlock.
+  ///
+  /// Debug builds' lock-order checking (see ``RaceDetector``) orders it after every lock
+  /// this thread holds, and reports the first pair also taken in the opposite order. The
+  /// defaulted `fileID`, `function` and `line` name the caller in its reports.
   @inlinable
   public func withWriter<R: ~Copyable, E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R {
+    #if DEBUG
+      LockOrderCheck.willTake(ObjectIdentifier(self), fileID, function, line)
+    #endif
     if !lock.tryBeginClosureWrite() { waitForClosureWrite() }
     return try runClosureWrite(body)
   }
@@ -204,6 +224,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     _ body: (inout sending Value) throws(E) -> sending R
   ) throws(E) -> sending R {
     defer {
+      #if DEBUG
+        LockOrderCheck.released(ObjectIdentifier(self))
+      #endif
       if !lock.tryEndClosureWrite() { finishClosureWrite() }
       _fixLifetime(self)  // `body` writes through `storage`, which the container frees
     }
@@ -237,9 +260,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// A proxy for writing, or `nil` while the writer is out or writes are queued.
   ///
   /// The proxy can be sent to, used on and released on any thread. Releasing it runs
-  /// the queued writes on the releasing thread (see ``writeNext(_:)`` for the one
-  /// exception). Since it can move, a thread waiting for it in `withWriter` does not
-  /// boost its holder's priority; where priority inversion matters, write in a closure.
+  /// the queued writes on the releasing thread (see ``writeNext(fileID:function:line:_:)``
+  /// for the one exception). Since it can move, a thread waiting for it in `withWriter`
+  /// does not boost its holder's priority; where priority inversion matters, write in a
+  /// closure.
   ///
   /// ```swift
   /// if let writer = session.writer {
@@ -250,13 +274,28 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   public var writer: ThreadSafeWriterProxy<Value>? {
     // Always inlined: a proxy made in the caller's own code and released there is
     // allocated on the stack; one returned from a call is not.
-    @inline(__always) get {
-      guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
-      // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
-      // resumes. Out of line, one runtime call: this path allocates a proxy anyway.
-      lock.recordHoldingTask()
-      return ThreadSafeWriterProxy(owning: self)
-    }
+    @inline(__always) get { writer() }
+  }
+
+  /// ``writer``, naming the caller's file and line in debug builds' lock-order reports
+  /// (see ``RaceDetector``), which a property cannot do. Until the proxy is released, the
+  /// checkout counts as held by this task, or this thread outside any task.
+  ///
+  /// ```swift
+  /// if let proxy = session.writer() { proxy.write.token = newToken }
+  /// ```
+  @inlinable @inline(__always)
+  public func writer(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
+  ) -> ThreadSafeWriterProxy<Value>? {
+    guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
+    // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
+    // resumes. Out of line, one runtime call: this path allocates a proxy anyway.
+    lock.recordHoldingTask()
+    #if DEBUG
+      LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
+    #endif
+    return ThreadSafeWriterProxy(owning: self)
   }
 
   /// Runs `body` with the writer now if it is free; otherwise queues it to run, in FIFO
@@ -270,8 +309,13 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
   /// that thread leave it the CPU. In a container made with
-  /// ``init(value:maxQueuedWrites:)``, it waits for room while that many writes wait. Since the caller may be chosen to run other threads'
-  /// queued bodies, do not call it while holding a lock that a queued body takes.
+  /// ``init(value:maxQueuedWrites:)``, it waits for room while that many writes wait.
+  /// Since the caller may be chosen to run other threads'
+  /// queued bodies, do not call it while holding a lock that a queued body takes: debug
+  /// builds report a body that takes a `ReentrantMutex`, container or `BarrierStore` that
+  /// the thread running it held before (see ``RaceDetector``). Run in place, `body` holds
+  /// the writer without having waited for it: no lock-order edge leads to it, and the
+  /// defaulted `fileID`, `function` and `line` name the caller where one leads from it.
   ///
   /// `body` may keep the proxy, and the checkout then lasts until that proxy is
   /// released. A `writeNext` from inside `body` goes to the back of the queue. Each
@@ -282,15 +326,32 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// state.writeNext { $0.write.count += 1 }
   /// ```
   @inlinable
-  public func writeNext(_ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void) {
+  public func writeNext(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: @escaping @Sendable (ThreadSafeWriterProxy<Value>) -> Void
+  ) {
     // Writes already wait: go behind them without touching the state word, which the
     // holder is busy with.
     guard sw_load_relaxed(lock.queuedHint) == 0,
       lock.tryCheckout(as: scoped(sw_current_thread()))
     else {
+      #if DEBUG
+        // A bounded backlog may make it wait for room: ordered like a wait.
+        if maxQueuedWrites != .max {
+          LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+        }
+      #endif
       return enqueue(.write(body))
     }
-    if lend(body, inPlace: true) { endLentCheckout() }
+    #if DEBUG
+      // Run in place, it holds the writer without having waited: no order to it.
+      LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+    #endif
+    let returned = lend(body, inPlace: true)
+    #if DEBUG
+      LockOrderCheck.released(ObjectIdentifier(self))
+    #endif
+    if returned { endLentCheckout() }
   }
 
 }

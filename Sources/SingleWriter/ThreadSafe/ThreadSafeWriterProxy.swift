@@ -69,6 +69,9 @@ public final class ThreadSafeWriterProxy<Value: ~Copyable> {
     // The container, or an owner's or a retired proxy's hold on it, keeps `lock` alive.
     _ = sw_load_acquire(lock.lendWord)
     guard role != .lent else { return }
+    #if DEBUG
+      if role == .owner { LockOrderCheck.checkoutEnded(ObjectIdentifier(owner)) }
+    #endif
     if role == .owner, !lock.tryEndCheckout() { owner.finishCheckout(owner) }
     Unmanaged.passUnretained(owner).release()
   }

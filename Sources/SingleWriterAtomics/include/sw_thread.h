@@ -80,6 +80,20 @@ static inline uint32_t sw_reading_depth(void) {
 /// Whether the calling thread is inside a `read { }` closure of `container`.
 bool sw_reading_contains(const void *container);
 
+/// The calling thread's stack of held locks for debug builds' lock-order checking
+/// (RaceDetector/LockOrderCheck.swift), or NULL until `sw_set_lock_order_stack`: one
+/// thread-local load, where a thread slot costs a call. Its owner frees the stack through
+/// a thread slot's destructor, which also clears this.
+static inline void *sw_lock_order_stack(void) {
+  extern _Thread_local void *sw_lock_order_stack_pointer;  // thread.c
+  return sw_lock_order_stack_pointer;
+}
+
+static inline void sw_set_lock_order_stack(void *stack) {
+  extern _Thread_local void *sw_lock_order_stack_pointer;
+  sw_lock_order_stack_pointer = stack;
+}
+
 /// Gives up the rest of the calling thread's time slice (`sched_yield`,
 /// `SwitchToThread` on Windows).
 void sw_yield_thread(void);
