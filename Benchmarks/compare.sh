@@ -74,9 +74,6 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-scratch=()
-if [[ -n "${SCRATCH_PATH:-}" ]]; then scratch=(--scratch-path "$SCRATCH_PATH"); fi
-
 if [[ -n "${RESULTS_DIR:-}" ]]; then
   results="$RESULTS_DIR"
   rm -rf "$results"/run-*
@@ -85,17 +82,8 @@ else
   trap 'rm -rf "$results"' EXIT
 fi
 
-# Builds Tools/$1 in release (its log in the results directory) and sets $bin to the
-# directory of the executables; stops the script if the build fails.
-build_tool() {
-  local build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product "$1")
-  if ! "${build[@]}" >"$results/$1-build.log" 2>&1; then
-    cat "$results/$1-build.log" >&2
-    echo "compare.sh: building Tools/$1 failed" >&2
-    exit 2
-  fi
-  bin="$("${build[@]}" --show-bin-path)"
-}
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 # The plugin builds in release and runs each suite in its own process. The sandbox
 # would stop it writing the samples outside the package.

@@ -30,8 +30,6 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-scratch=()
-if [[ -n "${SCRATCH_PATH:-}" ]]; then scratch=(--scratch-path "$SCRATCH_PATH"); fi
 loops="${BUSY_LOOPS:-$(nproc)}"
 
 if [[ -n "${RESULTS_DIR:-}" ]]; then
@@ -73,13 +71,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-build=(swift build -c release --package-path "$here" ${scratch[@]+"${scratch[@]}"} --product Scaling)
-if ! "${build[@]}" >"$results/scaling-build.log" 2>&1; then
-  cat "$results/scaling-build.log" >&2
-  echo "scaling.sh: building Tools/Scaling failed" >&2
-  exit 2
-fi
-scaling="$("${build[@]}" --show-bin-path)/Scaling"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+build_tool Scaling
+scaling="$bin/Scaling"
 
 files=()
 status=0

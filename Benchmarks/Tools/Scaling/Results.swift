@@ -129,48 +129,48 @@ struct RunResult: Codable {
   var isValid: Bool { rows.allSatisfy { $0.validSamples * 2 > $0.samples } }
 }
 
-/// Collects the samples of one row.
+/// Collects the samples of one row: the totals straight into its result, the figures of
+/// the valid samples until `result`.
 final class RowAccumulator {
-  let key: RowKey
+  private var row: RowResult
   var rates: [Double] = []
   let latencies = LatencyHistogram()
   let refreshWaits = LatencyHistogram()
   let writeWaits = LatencyHistogram()
-  var samples = 0
-  var minOverlap = 1.0
-  var uses = 0
-  var lost = 0
-  var staleWrites = 0
-  var maxInFlight = 0
-  var refreshes = 0
-  var refreshWaitCount = 0
 
-  init(_ key: RowKey) { self.key = key }
+  init(_ key: RowKey) {
+    let none = Waits(LatencyHistogram())
+    row = RowResult(
+      key: key, usesPerSecond: nil, latency: none, refreshWaits: nil, writeWaits: nil,
+      validSamples: 0, samples: 0, minOverlap: 1, uses: 0, lost: 0, staleWrites: 0,
+      maxInFlight: 0, refreshes: 0, refreshWaitCount: 0)
+  }
 
   func add(_ sample: Sample, valid: Bool) {
-    samples += 1
-    uses += sample.uses
-    lost += sample.lost
-    staleWrites += sample.staleWrites
-    maxInFlight = max(maxInFlight, sample.maxInFlight)
-    refreshes += sample.refreshes
-    refreshWaitCount += sample.refreshWaitCount
+    row.samples += 1
+    row.uses += sample.uses
+    row.lost += sample.lost
+    row.staleWrites += sample.staleWrites
+    row.maxInFlight = max(row.maxInFlight, sample.maxInFlight)
+    row.refreshes += sample.refreshes
+    row.refreshWaitCount += sample.refreshWaitCount
     guard valid else { return }
     rates.append(sample.usesPerSecond)
-    minOverlap = min(minOverlap, sample.overlap)
+    row.minOverlap = min(row.minOverlap, sample.overlap)
     latencies.merge(sample.latencies)
     refreshWaits.merge(sample.refreshWaits)
     writeWaits.merge(sample.writeWaits)
   }
 
   var result: RowResult {
-    let refresh = key.workload == .refresh
-    return RowResult(
-      key: key, usesPerSecond: rates.median(), latency: Waits(latencies),
-      refreshWaits: refresh ? Waits(refreshWaits) : nil,
-      writeWaits: refresh && key.container == .singleWriter ? Waits(writeWaits) : nil,
-      validSamples: rates.count, samples: samples, minOverlap: rates.isEmpty ? 0 : minOverlap,
-      uses: uses, lost: lost, staleWrites: staleWrites, maxInFlight: maxInFlight,
-      refreshes: refreshes, refreshWaitCount: refreshWaitCount)
+    let refresh = row.key.workload == .refresh
+    var result = row
+    result.usesPerSecond = rates.median()
+    result.latency = Waits(latencies)
+    result.refreshWaits = refresh ? Waits(refreshWaits) : nil
+    result.writeWaits = refresh && row.key.container == .singleWriter ? Waits(writeWaits) : nil
+    result.validSamples = rates.count
+    if rates.isEmpty { result.minOverlap = 0 }
+    return result
   }
 }
