@@ -3,38 +3,6 @@
 import SingleWriterAtomics
 
 #if DEBUG
-  /// An edge of the lock graph: `to` taken while `from` was held.
-  struct LockEdge: Hashable {
-    let from: UInt
-    let to: UInt
-  }
-
-  /// Where the two locks of an edge were taken, kept for the report of its inversion.
-  struct LockEdgeSites {
-    let held: LockSite
-    let heldBy: String
-    let taken: LockSite
-    let takenBy: String
-    /// Its inversion has been reported: a pair is reported once.
-    var reported = false
-  }
-
-  /// A checkout held through a proxy, by a task, or by a thread outside any task.
-  struct CheckoutHold {
-    let id: UInt
-    let thread: UInt
-    let task: UInt
-    let site: LockSite
-
-    /// Whether the current thread and task hold it: a task holds what it took, wherever
-    /// it runs now; a thread holds what it took outside any task, whatever it runs.
-    func isHeld(byThread thread: UInt, task: UInt) -> Bool {
-      self.task == 0 ? self.thread == thread : self.task == task
-    }
-
-    var holder: String { task == 0 ? "thread " + hex(thread) : "task " + hex(task) }
-  }
-
   /// Every edge seen and every checkout held, behind one lock. The fast paths read only
   /// `lockOrderWords`; a thread's `LockStack` remembers the edges it has seen, so steady
   /// state takes this lock only for checkouts.

@@ -84,32 +84,6 @@ import SingleWriterAtomics
     "0x" + String(value, radix: 16)
   }
 
-  /// A thread's name, read once per thread and kept in a thread-local slot: reading it
-  /// costs a system call, and a report needs the name of a thread that may be busy
-  /// elsewhere by then.
-  final class ThreadLabel: Sendable {
-    let name: String
-    /// Whether `name` may be only the start of the thread's name.
-    let isTruncated: Bool
-    let isMain: Bool
-
-    init(name: String, isTruncated: Bool, isMain: Bool) {
-      self.name = name
-      self.isTruncated = isTruncated
-      self.isMain = isMain
-    }
-
-    static var current: ThreadLabel {
-      if let slot = sw_thread_slot_get(threadLabelSlot) {
-        return Unmanaged<ThreadLabel>.fromOpaque(slot).takeUnretainedValue()
-      }
-      let label = currentThreadLabel()
-      // The slot's +1 on the label is dropped when its thread exits.
-      sw_thread_slot_set(threadLabelSlot, Unmanaged.passRetained(label).toOpaque())
-      return label
-    }
-  }
-
   let threadLabelSlot: UInt = sw_thread_slot_create { slot in
     if let slot { Unmanaged<ThreadLabel>.fromOpaque(slot).release() }
   }
@@ -147,23 +121,3 @@ import SingleWriterAtomics
     }
   }
 #endif
-
-/// A mutex at a stable address, for the detector's own bookkeeping.
-struct RaceMutex: @unchecked Sendable {
-  // Sendable: the pointee is a C11 atomic word, made to be shared between threads.
-  let word: UnsafeMutablePointer<sw_mutex>
-
-  init() {
-    word = .allocate(capacity: 1)
-    word.initialize(to: sw_mutex())
-  }
-
-  func lock() { sw_mutex_lock(word) }
-  func unlock() { sw_mutex_unlock(word) }
-
-  /// Frees the word; only for an owner that is itself being freed.
-  func destroy() {
-    word.deinitialize(count: 1)
-    word.deallocate()
-  }
-}
