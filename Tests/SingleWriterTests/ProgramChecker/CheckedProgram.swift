@@ -15,6 +15,8 @@ struct CheckedProgram: Sendable {
   var roots: [ProgramRoot]
   /// A consumer iterates `changes()` of each of these while the program runs.
   var consumers: [ContainerName]
+  /// Containers made with `init(value:maxQueuedWrites:)`, and their bound.
+  var bounds: [ContainerName: Int] = [:]
 
   /// The program as readable pseudo-code.
   var listing: String {
@@ -29,6 +31,10 @@ struct CheckedProgram: Sendable {
         for step in steps { lines.append("    " + step.description) }
       }
     case .threadSafe:
+      for (x, bound) in bounds.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+        lines.append(
+          "  let \(x) = ThreadSafeSingleWriter(value: Pair(), maxQueuedWrites: \(bound))")
+      }
       for consumer in consumers {
         lines.append("  consumer: for await v in \(consumer).changes() { check v.a == v.b }")
       }

@@ -41,7 +41,7 @@ enum ChildRunner {
     if case .plain(let onMain, let tasks) = program.flavor {
       return await runPlain(onMain: onMain, tasks)
     }
-    let run = ProgramRun(program, chaos: chaos)
+    let run = ProgramRun(program, chaos: chaos, boundChecked: ProgramModel(program).boundHolds)
     let interpreter = ProgramInterpreter(run: run)
     var consumers: [Task<Void, Never>] = []
     for x in program.consumers {
@@ -78,14 +78,14 @@ enum ChildRunner {
         task = Task.detached {
           try? await Task.sleep(nanoseconds: delay)
           run.enter()
-          await interpreter.runAsync(root.steps)
+          await interpreter.runRoot(root.steps)
           run.group.leave()
         }
       case .mainActor:
         task = Task { @MainActor in
           try? await Task.sleep(nanoseconds: delay)
           run.enter()
-          await interpreter.runAsync(root.steps)
+          await interpreter.runRoot(root.steps)
           run.group.leave()
         }
       case .actor:
@@ -103,8 +103,27 @@ enum ChildRunner {
         }
       }
     }
+    // Meanwhile a thread reads the backlog of each bounded container whose bound holds.
+    let sampling = SharedFlag()
+    let sampled = DispatchGroup()
+    if !run.boundChecked.isEmpty {
+      sampled.enter()
+      Thread.detachNewThread {
+        var samples = 0
+        while !sampling.isSet {
+          for x in run.boundChecked { run.checkQueued(x, "sampled while the program ran") }
+          samples += 1
+          usleep(samples % 16 == 0 ? 500 : 50)
+        }
+        sampled.leave()
+      }
+    }
     await withCheckedContinuation { continuation in
       run.group.notify(queue: .global()) { continuation.resume() }
+    }
+    sampling.set()
+    await withCheckedContinuation { continuation in
+      sampled.notify(queue: .global()) { continuation.resume() }
     }
     for consumer in consumers {
       consumer.cancel()
@@ -117,23 +136,25 @@ enum ChildRunner {
     races.withLock { $0 = [] }
     let value: CheckedPair
     let issued: Int
+    let queuedFailures: [String]
     if onMain {
       let owner = await MainPlainOwner()
       await withTaskGroup(of: Void.self) { group in
         for steps in tasks { group.addTask { await owner.run(steps) } }
       }
-      (value, issued) = await owner.result()
+      (value, issued, queuedFailures) = await owner.result()
     } else {
       let owner = PlainOwner()
       await withTaskGroup(of: Void.self) { group in
         for steps in tasks { group.addTask { await owner.run(steps) } }
       }
-      (value, issued) = await owner.result()
+      (value, issued, queuedFailures) = await owner.result()
     }
     var failures = races.withLock { $0 }.map {
       "the race detector reported a race on a plain SingleWriter owned by "
         + (onMain ? "the main actor" : "an actor") + ": \($0.prefix(600))"
     }
+    failures += queuedFailures
     if value.a != issued || value.b != issued {
       failures.append(
         "lost or doubled writes on the plain SingleWriter: \(issued) issued, a = \(value.a), "

@@ -13,6 +13,13 @@ struct ModelContext: Hashable, Sendable {
   var holding: Set<ContainerName> = []
   /// A task rather than a thread.
   var inTask = false
+  /// Behind a proxy of x held here, writes certainly queued, or may have (in steps before
+  /// this one, in the same hold): a `drained()` here stops, or may.
+  var queuedBehind: Set<ContainerName> = []
+  var mayHaveQueuedBehind: Set<ContainerName> = []
+  /// A proxy of x that this task took was handed to a helper, which may still hold it:
+  /// it is still the task's, so a `drained()` stops if writes wait behind it.
+  var handedAway: Set<ContainerName> = []
 
   /// Whether x's writer is certainly out on this thread or task (so writes queue).
   func ownsCheckout(_ x: ContainerName) -> Bool {
@@ -24,6 +31,9 @@ struct ModelContext: Hashable, Sendable {
   var serving: ModelContext {
     var copy = self
     copy.inTask = false
+    copy.queuedBehind = []
+    copy.mayHaveQueuedBehind = []
+    copy.handedAway = []
     return copy
   }
 }

@@ -132,14 +132,15 @@ import Testing
         )
       )
     case .checkFailed(let message):
-      let kind =
-        message.contains("half-done")
-        ? "half-done value"
-        : message.contains("before suspending")
-          ? "await served before suspending"
-          : message.contains("past the bound")
-            ? "served past the bound"
-            : message.contains("race detector") ? "race detector report" : "lost or doubled writes"
+      let kinds = [
+        ("half-done", "half-done value"), ("before suspending", "await served before suspending"),
+        ("above maxQueuedWrites", "backlog above the bound"),
+        ("queuedWrites", "wrong queuedWrites"), ("drained()", "drained() too early"),
+        ("out of order", "out of order, lost or doubled"),
+        ("past the bound", "served past the bound"),
+        ("race detector", "race detector report"),
+      ]
+      let kind = kinds.first { message.contains($0.0) }?.1 ?? "lost or doubled writes"
       return ("check fails", (kind, message))
     case .crashed(let detail):
       return ("crashes", ("crash", "the child crashed with no expected message: \(detail)"))

@@ -5,7 +5,7 @@ struct ProgramGenerator {
   static let themes: [(String, Int)] = [
     ("random", 21), ("read-nesting", 12), ("closure-nesting", 8), ("access-nesting", 7),
     ("self-hold", 7), ("other-task-wait", 5), ("async-storm", 15), ("follow-up-storm", 6),
-    ("consumers", 9), ("plain-actor", 8),
+    ("consumers", 9), ("plain-actor", 8), ("backlog", 14),
   ]
 
   var random: CheckerRandom
@@ -150,11 +150,18 @@ struct ProgramGenerator {
         tasks.append(steps)
       }
       program.flavor = .plain(onMainActor: random.chance(40), tasks: tasks)
+    case "backlog":
+      backlogProgram(&program, x)
     default:
       addRandomRoots(&program, 2...4)
       if random.chance(25) { program.consumers = [x] }
     }
+    if let chance = Self.boundChances[theme], random.chance(chance) {
+      program.bounds[random.chance(50) ? .a : .b] = smallBound()
+    }
     sanitize(&program)
+    keepBoundsSafe(&program)
+    annotateBacklog(&program)
     return program
   }
 
@@ -234,10 +241,10 @@ struct ProgramGenerator {
     let x = random.pick(context.allowed)
     var choices = [
       "read", "readClosure", "tryWrite", "withWriter", "writeNext", "writer", "deinit",
-      "sleep",
+      "sleep", "produce",
     ]
     if context.isAsync {
-      choices += ["checkout", "awaitWrite", "awaitWrite", "writeUnlessCancelled"]
+      choices += ["checkout", "awaitWrite", "awaitWrite", "writeUnlessCancelled", "drained"]
     }
     switch random.pick(choices) {
     case "read": return .read(x)
@@ -264,6 +271,11 @@ struct ProgramGenerator {
     case "awaitWrite": return .awaitWrite(x, nested(context.entering(x, queued: true)))
     case "writeUnlessCancelled":
       return .writeUnlessCancelled(x, nested(context.entering(x, queued: true)))
+    case "produce": return .produce(x, count: random.int(1...4), expect: nil)
+    case "drained":
+      // Only outside calls on the other container: a wait nested the generator's own way.
+      guard context.enclosing.isSubset(of: [x]) else { return .sleep(random.int(1...3)) }
+      return .drained(x)
     default: return .sleep(random.int(1...3))
     }
   }
@@ -272,8 +284,8 @@ struct ProgramGenerator {
   static func crosses(_ step: ProgramStep) -> Bool {
     func walk(_ step: ProgramStep, _ outer: Set<ContainerName>) -> Bool {
       switch step {
-      case .read(let x): return outer.contains(x.other)
-      case .sleep, .work, .storm: return false
+      case .read(let x), .produce(let x, _, _), .drained(let x): return outer.contains(x.other)
+      case .sleep, .work, .storm, .countQueued: return false
       case .deinitCallback(let x, _, let target): return outer.contains(x.other) || target != x
       case .readClosure(let x, let body), .tryWrite(let x, let body), .withWriter(let x, let body),
         .awaitWrite(let x, let body), .writeUnlessCancelled(let x, let body),

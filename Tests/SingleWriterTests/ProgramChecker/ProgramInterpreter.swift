@@ -55,7 +55,15 @@ struct ProgramInterpreter: Sendable {
       while StepMarker.now < end {}
     case .storm(let x, let milliseconds, let followUps, let load):
       storm(x, milliseconds: milliseconds, followUps: followUps, load: load)
-    case .checkout, .awaitWrite, .writeUnlessCancelled:
+    case .produce(let x, let count, let expect):
+      produce(x, count, expect: expect, origin: origin)
+    case .countQueued(let x, let expect):
+      let queued = run.checkQueued(x, "at \(step.label)")
+      if let expect, queued != expect {
+        run.fail(
+          "queuedWrites on \(x) read \(queued) where the model expects \(expect): \(step.label)")
+      }
+    case .checkout, .awaitWrite, .writeUnlessCancelled, .drained:
       preconditionFailure("an async step in synchronous code: \(step)")
     }
   }
@@ -88,6 +96,40 @@ struct ProgramInterpreter: Sendable {
     } else {
       runSync(body, origin: origin)
     }
+  }
+
+  /// `count` writes of one producer, queued (or run) in order: each body checks that the
+  /// producer's writes before it ran, once each, in order. Then `queuedWrites`, exactly
+  /// when the generator knows it; a task logs the writes for its `drained()` steps.
+  func produce(_ x: ContainerName, _ count: Int, expect: Int?, origin: UInt) {
+    let run = run
+    let producer = run.newProducer()
+    for sequence in 1...count {
+      // A step of its own for each call: a call chosen to serve is bounded on its own.
+      run.enter("produce \(x) #\(producer) write \(sequence) of \(count)")
+      run.count(x)
+      run.box(x).writeNext { proxy in
+        run.bodyBegan(origin: origin)
+        proxy.write.a += 1
+        let before = proxy.write.tag(producer, sequence)
+        if before != sequence - 1 {
+          run.fail(
+            "writes out of order, lost or doubled: write \(sequence) of producer #\(producer) "
+              + "on \(x) ran after its write \(before)")
+        }
+        proxy.write.b += 1
+      }
+      run.checkQueued(x, "right after write \(sequence) of producer #\(producer) returned")
+    }
+    if let expect {
+      let queued = run.box(x).queuedWrites
+      if queued != expect {
+        run.fail(
+          "queuedWrites on \(x) read \(queued) right after producer #\(producer) queued "
+            + "\(count) writes, where the model expects exactly \(expect)")
+      }
+    }
+    ProducedLog.current?.add(x, producer: producer, count: count)
   }
 
   /// `a += 1`, the nested steps, `b += 1`, as `use` says; the release is the caller's, or
@@ -200,6 +242,13 @@ struct ProgramInterpreter: Sendable {
 
   // MARK: Asynchronous steps
 
+  /// A task root's steps, with a log of what its `produce` steps queued.
+  func runRoot(_ steps: [ProgramStep], isolation: isolated (any Actor)? = #isolation) async {
+    await ProducedLog.$current.withValue(ProducedLog()) {
+      await runAsync(steps, isolation: isolation)
+    }
+  }
+
   func runAsync(_ steps: [ProgramStep], isolation: isolated (any Actor)? = #isolation) async {
     for step in steps { await runAsync(step) }
   }
@@ -240,6 +289,18 @@ struct ProgramInterpreter: Sendable {
       guard let proxy = run.box(x).writer else { return }
       run.count(x)
       await useProxy(proxy, use, body)
+    case .drained(let x):
+      run.enter(step.label)
+      let owed = ProducedLog.current?.owed(on: x) ?? []
+      await run.box(x).drained()
+      run.enter()
+      let value = run.box(x).read
+      for (producer, count) in owed where value.tags[producer] != count {
+        run.fail(
+          "drained() on \(x) returned before every write queued before it had run: "
+            + "producer #\(producer) of this task queued \(count), the value shows "
+            + "\(value.tags[producer] ?? 0)")
+      }
     case .sleep(let milliseconds):
       run.enter()
       try? await Task.sleep(nanoseconds: UInt64(milliseconds) * 1_000_000)

@@ -14,6 +14,11 @@ final class ProgramModel {
   private var collecting: [ContainerName: Set<ModelContext>] = [:]
   private var background: [ModelOutcomes] = []
   private var rootCancellable = false
+  /// Bounded containers where a write that may pass the bound can queue: from the
+  /// checkout's holder or inside a read, a task that holds the writer across a suspension,
+  /// an `await write`, `checkout()` or `withWriter` that may queue. Everywhere else, only
+  /// ordinary producers queue, and `queuedWrites` never passes the bound.
+  private var boundBroken: Set<ContainerName> = []
 
   init(_ program: CheckedProgram) {
     self.program = program
@@ -25,6 +30,15 @@ final class ProgramModel {
     }
     contended = Set(writers.filter { $0.value >= 2 }.map(\.key))
     for root in program.roots { for step in root.steps { collectHeld(step) } }
+    for root in program.roots {
+      for step in root.steps { collectBoundBreakers(step, async: root.kind.isTask) }
+    }
+  }
+
+  /// The bounded containers whose `queuedWrites` must never pass the bound.
+  var boundHolds: Set<ContainerName> {
+    _ = outcomes
+    return Set(program.bounds.keys).subtracting(boundBroken)
   }
 
   /// What the program may do.
@@ -50,7 +64,8 @@ final class ProgramModel {
 
   private func collectWrites(_ step: ProgramStep, into written: inout Set<ContainerName>) {
     switch step {
-    case .read, .sleep, .work: break
+    case .read, .sleep, .work, .drained, .countQueued: break
+    case .produce(let x, _, _): written.insert(x)
     case .readClosure(_, let body):
       for inner in body { collectWrites(inner, into: &written) }
     case .tryWrite(let x, let body), .withWriter(let x, let body), .awaitWrite(let x, let body),
@@ -64,6 +79,76 @@ final class ProgramModel {
     case .storm(let x, _, _, _):
       written.insert(x)
       contended.insert(x)
+    }
+  }
+
+  /// What lets writes queue past a bound, whatever the context: see `boundBroken`. The
+  /// writes from the checkout's holder are found as the model evaluates the program.
+  private func collectBoundBreakers(_ step: ProgramStep, async: Bool) {
+    switch step {
+    case .awaitWrite(let x, let body), .writeUnlessCancelled(let x, let body):
+      boundBroken.insert(x)
+      for inner in body { collectBoundBreakers(inner, async: false) }
+    case .withWriter(let x, let body):
+      // Waits, and queues after about a millisecond, only if x may be busy.
+      if contended.contains(x) { boundBroken.insert(x) }
+      for inner in body { collectBoundBreakers(inner, async: false) }
+    case .writer(let x, let use, let body), .checkout(let x, let use, let body),
+      .writeNext(let x, let use, let body):
+      if case .checkout = step { boundBroken.insert(x) }
+      // A helper's proxy still names the thread or task that took it, whose writes then
+      // count as the holder's; a task's proxy held across a suspension names the thread
+      // it was taken on, where other tasks run meanwhile.
+      if use == .handToThread || use == .handToTask { boundBroken.insert(x) }
+      let asyncBody = async && use != .insideAccess && !Self.isWriteNext(step)
+      if asyncBody && !body.isEmpty { boundBroken.insert(x) }
+      for inner in body { collectBoundBreakers(inner, async: asyncBody) }
+    case .readClosure(_, let body), .tryWrite(_, let body):
+      for inner in body { collectBoundBreakers(inner, async: false) }
+    case .deinitCallback(_, let call, let target):
+      // The `deinit` runs wherever the closure is released, perhaps while still marked
+      // as the checkout's holder.
+      if call != .read { boundBroken.insert(target) }
+    case .storm(let x, _, let followUps, _):
+      if followUps > 0 { boundBroken.insert(x) }
+    case .read, .sleep, .work, .produce, .drained, .countQueued: break
+    }
+  }
+
+  private static func isWriteNext(_ step: ProgramStep) -> Bool {
+    if case .writeNext = step { return true }
+    return false
+  }
+
+  /// Whether `step`, run where a proxy of x is held, queues a write on x behind it:
+  /// `surely` at its top, or anywhere inside it.
+  static func queues(_ step: ProgramStep, on x: ContainerName, surely: Bool) -> Bool {
+    switch step {
+    case .writeNext(let y, _, let body):
+      return y == x || (!surely && body.contains { queues($0, on: x, surely: false) })
+    case .produce(let y, let count, _): return y == x && count > 0
+    case .deinitCallback(let y, let call, let target):
+      return y == x || (!surely && call == .writeNext && target == x)
+    case .storm(let y, _, _, _): return !surely && y == x
+    case .readClosure(_, let body), .tryWrite(_, let body), .withWriter(_, let body),
+      .awaitWrite(_, let body), .writeUnlessCancelled(_, let body), .writer(_, _, let body),
+      .checkout(_, _, let body):
+      return !surely && body.contains { queues($0, on: x, surely: false) }
+    case .read, .sleep, .work, .drained, .countQueued: return false
+    }
+  }
+
+  /// Whether `step` hands a proxy of x to a helper, anywhere inside it.
+  static func handsAway(_ step: ProgramStep, _ x: ContainerName) -> Bool {
+    switch step {
+    case .writer(let y, let use, let body), .checkout(let y, let use, let body),
+      .writeNext(let y, let use, let body):
+      if y == x && (use == .handToThread || use == .handToTask) { return true }
+      return body.contains { handsAway($0, x) }
+    case .readClosure(_, let body), .tryWrite(_, let body), .withWriter(_, let body),
+      .awaitWrite(_, let body), .writeUnlessCancelled(_, let body):
+      return body.contains { handsAway($0, x) }
+    default: return false
     }
   }
 
@@ -83,9 +168,22 @@ final class ProgramModel {
 
   private func steps(_ list: [ProgramStep], _ context: ModelContext) -> ModelOutcomes {
     var result: ModelOutcomes = .complete
+    var context = context
     for step in list {
       result = result.then(evaluate(step, context))
       if !result.contains(.complete) { break }
+      // What the next steps' `drained()` finds: writes queued behind a proxy held here,
+      // and proxies this task handed away.
+      for x in ContainerName.allCases {
+        if context.holding.contains(x) {
+          if Self.queues(step, on: x, surely: true) {
+            context.queuedBehind.insert(x)
+          } else if Self.queues(step, on: x, surely: false) {
+            context.mayHaveQueuedBehind.insert(x)
+          }
+        }
+        if context.inTask && Self.handsAway(step, x) { context.handedAway.insert(x) }
+      }
     }
     return result
   }
@@ -145,6 +243,8 @@ final class ProgramModel {
     _ x: ContainerName, _ use: ProxyUse, _ body: [ProgramStep], _ context: ModelContext,
     deinitCall: ProgramStep?
   ) -> ModelOutcomes {
+    // From the checkout's holder, or inside a read, it queues past a bound.
+    if context.ownsCheckout(x) || context.reading.contains(x) { boundBroken.insert(x) }
     let inPlace: () -> ModelOutcomes = {
       var result: ModelOutcomes
       if use == .keepHere {
@@ -235,6 +335,19 @@ final class ProgramModel {
         return self.steps(body, inner)
       }
       return inPlace.union(.complete)
+    case .produce(let x, let count, _):
+      guard count > 0 else { return .complete }
+      return writeNext(x, .twoAccesses, [], context, deinitCall: nil)
+    case .drained(let x):
+      // Stops if this task holds a proxy it took, with writes queued behind it; a proxy it
+      // handed away is still its own until the helper releases it.
+      if context.holding.contains(x) {
+        if context.queuedBehind.contains(x) { return .stop }
+        let may = contended.contains(x) || context.mayHaveQueuedBehind.contains(x)
+        return may ? [.stop, .complete] : .complete
+      }
+      return context.handedAway.contains(x) ? [.stop, .complete] : .complete
+    case .countQueued: return .complete
     case .sleep, .work: return .complete
     case .storm(let x, _, _, _):
       released(x, ModelContext())

@@ -5,8 +5,12 @@ import SingleWriter
 /// issued, what its bodies and consumers saw, and the failures found.
 final class ProgramRun: Sendable {
   let program: CheckedProgram
-  let a = ThreadSafeSingleWriter(value: CheckedPair())
-  let b = ThreadSafeSingleWriter(value: CheckedPair())
+  let a: ThreadSafeSingleWriter<CheckedPair>
+  let b: ThreadSafeSingleWriter<CheckedPair>
+  /// The bounded containers whose `queuedWrites` the model says never passes the bound:
+  /// only ordinary producers, none from the checkout's holder, queue there (see
+  /// `ProgramModel.boundHolds`).
+  let boundChecked: Set<ContainerName>
   /// Writes issued per container that must run exactly once.
   let issued = [Counter(), Counter()]
   /// Threads, tasks and helpers still running.
@@ -22,8 +26,17 @@ final class ProgramRun: Sendable {
     [(thread: UInt, step: Int, label: String, origin: UInt, start: UInt64)]())
   private let ids = Counter()
 
-  init(_ program: CheckedProgram, chaos: Bool) {
+  init(_ program: CheckedProgram, chaos: Bool, boundChecked: Set<ContainerName> = []) {
     self.program = program
+    func make(_ x: ContainerName) -> ThreadSafeSingleWriter<CheckedPair> {
+      guard let bound = program.bounds[x] else {
+        return ThreadSafeSingleWriter(value: CheckedPair())
+      }
+      return ThreadSafeSingleWriter(value: CheckedPair(), maxQueuedWrites: bound)
+    }
+    a = make(.a)
+    b = make(.b)
+    self.boundChecked = boundChecked
     servingBound = (chaos ? 1_000 : 200) * 1_000_000
   }
 
@@ -32,6 +45,24 @@ final class ProgramRun: Sendable {
   func count(_ x: ContainerName) { issued[x.rawValue].add(1) }
 
   func fail(_ message: String) { failures.withLock { $0.append(message) } }
+
+  /// A fresh id for a `produce` step's writes.
+  func newProducer() -> Int { ids.add(1) }
+
+  /// Reads x's `queuedWrites`: never negative, and never above the bound of a container in
+  /// `boundChecked`. Returns it.
+  @discardableResult
+  func checkQueued(_ x: ContainerName, _ moment: @autoclosure () -> String) -> Int {
+    let queued = box(x).queuedWrites
+    if queued < 0 {
+      fail("queuedWrites on \(x) read \(queued), negative, \(moment())")
+    } else if boundChecked.contains(x), let bound = program.bounds[x], queued > bound {
+      fail(
+        "queuedWrites on \(x) read \(queued), above maxQueuedWrites \(bound) with only "
+          + "ordinary producers queueing there, \(moment())")
+    }
+    return queued
+  }
 
   /// A fresh mark for a step, set as the thread's current one.
   @discardableResult
@@ -64,6 +95,12 @@ final class ProgramRun: Sendable {
         fail(
           "lost or doubled writes on \(x): \(expected) writes issued, final value "
             + "a = \(value.a), b = \(value.b)")
+      }
+    }
+    for x in ContainerName.allCases {
+      let queued = box(x).queuedWrites
+      if queued != 0 {
+        fail("queuedWrites on \(x) reads \(queued) once every call has returned (want 0)")
       }
     }
     var spans: [String: (first: UInt64, last: UInt64, count: Int)] = [:]

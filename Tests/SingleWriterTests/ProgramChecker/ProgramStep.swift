@@ -31,6 +31,16 @@ indirect enum ProgramStep: Sendable, Hashable {
   /// keeps queueing a write every half millisecond until a `tryWrite` finds the queue
   /// drained, so that serving can always be handed on.
   case storm(ContainerName, milliseconds: Int, followUps: Int, load: Int)
+  /// `for i in 1...count { x.writeNext { p in p.write.a += 1; p.write.tags[me] = i; p.write.b
+  /// += 1 } }`, each body checking that this producer's writes before it ran, in order;
+  /// then `x.queuedWrites == expect`, when the generator knows it exactly (see
+  /// `ProgramGenerator.annotateBacklog`).
+  case produce(ContainerName, count: Int, expect: Int?)
+  /// `await x.drained()` (tasks only), then every write this task's `produce` steps queued
+  /// on x before it must be in `x.read`.
+  case drained(ContainerName)
+  /// `x.queuedWrites`: never negative, and `expect` when the generator knows it exactly.
+  case countQueued(ContainerName, expect: Int?)
 
   /// The call, for failure messages.
   var label: String {
@@ -86,6 +96,14 @@ indirect enum ProgramStep: Sendable, Hashable {
         indent
           + "storm: 2 threads queue \(x).writeNext for \(ms) ms, load \(load), "
           + "bodies queue \(followUps) levels of follow-ups, then until drained")
+    case .produce(let x, let count, let expect):
+      lines.append(
+        indent + "\(count) × \(x).writeNext { p in a, tags[me] = i, b }"
+          + (expect.map { "; check \(x).queuedWrites == \($0)" } ?? ""))
+    case .drained(let x):
+      lines.append(indent + "await \(x).drained(); check this task's produced writes are in it")
+    case .countQueued(let x, let expect):
+      lines.append(indent + "check \(x).queuedWrites " + (expect.map { "== \($0)" } ?? ">= 0"))
     }
   }
 }
