@@ -68,10 +68,18 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // on a machine with fewer cores than writers that thread gets to run.
     if arrival.yield { sw_yield_thread() }
     if tookOver {
-      // A `checkout()` that took the free checkout holds it now: handed over directly.
-      if case .checkout(let waiter) = entry {
+      switch entry {
+      case .checkout(let waiter):
+        // A `checkout()` that took the free checkout holds it now: handed over directly.
         sw_uptr_store(lock.checkoutThread, 0)
         if waiter.handOverUnclaimed() { return }
+      case .write(let body):
+        // This thread's own body, alone in the queue: it runs in place, as when the
+        // writer is free, so that a proxy it keeps is known as this thread's and task's.
+        sw_uptr_store(lock.checkoutThread, scoped(me))
+        if lend(body, inPlace: true) { endLentCheckout() }
+        return
+      case .asyncWrite, .waiter, .drain: break
       }
       return finishCheckout(self)
     }
@@ -90,12 +98,23 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
     if isWrite { sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1) }
     let tookOver = arrival.setQueued && lock.markQueued()
-    if tookOver, case .checkout = entry {
+    // A `checkout()` or a `writeNext` that took the free checkout is the only entry: it is
+    // taken out, to be handed over or run in place.
+    if tookOver, takesOwnEntry(entry) {
       handOff.pointee.takeOwnEntry()
       ran &+= 1  // this thread holds the checkout now
       startedOwnEntry()
     }
     return (arrival, tookOver)
+  }
+
+  /// Whether an entry whose own enqueue took the free checkout leaves the queue at once:
+  /// a `checkout()`, handed the checkout, and a `writeNext`, run in place.
+  @usableFromInline @inline(never) func takesOwnEntry(_ entry: Pending) -> Bool {
+    switch entry {
+    case .checkout, .write: return true
+    case .asyncWrite, .waiter, .drain: return false
+    }
   }
 
   /// This thread was chosen to take over serving from a thread that has served others

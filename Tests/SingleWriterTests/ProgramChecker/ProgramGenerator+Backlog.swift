@@ -197,26 +197,6 @@ extension ProgramGenerator {
       program.bounds = [:]
       return
     }
-    // Known library issue (see `KeptOwnBodyKnownIssue`): a `writeNext` that queued, then
-    // found the checkout free and served its own body, which kept the proxy for this
-    // thread, leaves that proxy recorded as nobody's, so this thread's next `writeNext` on
-    // a full backlog waits for room only it can make. Waiting for room makes that path
-    // common: no bound where a keep-here body on a contended container calls it again.
-    let contended = ProgramModel(program).contended
-    for x in program.bounds.keys where contended.contains(x) {
-      let keeps = program.roots.contains { root in
-        root.steps.contains { step in
-          var found = false
-          Self.visit(step) { inner in
-            if case .writeNext(x, .keepHere, let body) = inner {
-              found = found || body.contains { Self.touches($0, x) }
-            }
-          }
-          return found
-        }
-      }
-      if keeps { program.bounds[x] = nil }
-    }
     var holders: Set<Int> = []
     var helperTask = false
     var taskWrites: [ContainerName: Set<Int>] = [:]

@@ -4,15 +4,12 @@ import Testing
 
 /// Found by the generated-program checker (backlog theme): a `writeNext` that queued, then
 /// found the checkout free on arriving (here after waiting for room in a bounded backlog)
-/// serves the queue itself, its own body included. That body runs as if for another thread
-/// (`lend(_:inPlace: false)`), so a proxy it keeps for this very thread is recorded as
-/// nobody's (`checkoutThread` 0, no task). This thread then holds the checkout without the
-/// container knowing: its next `writeNext` on a full backlog waits for room that only it
-/// can make, and hangs (and a `withWriter` there hangs without the "has waited 1 s"
-/// warning). `ProgramGenerator.keepBoundsSafe` keeps the generated programs off this path
-/// until it is fixed; when this test reports that the known issue was not recorded, remove
-/// `withKnownIssue` here and that exclusion there.
-@Suite struct KeptOwnBodyKnownIssue {
+/// served the queue itself, its own body included, as if for another thread, so a proxy
+/// that body kept for this very thread was recorded as nobody's. This thread then held the
+/// checkout without the container knowing: its next `writeNext` on a full backlog waited
+/// for room that only it could make, and hung. Now its own body runs in place, as when the
+/// writer is free.
+@Suite struct KeptOwnBodyTests {
   @Test func aProxyKeptByABodyItsCallerServedCountsAsTheCallers() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
       for _ in 0..<40 {
@@ -49,8 +46,6 @@ import Testing
       exit(0)
     }
     let output = result.map { String(decoding: $0.standardOutputContent, as: UTF8.self) } ?? ""
-    withKnownIssue("a proxy kept by a body its own caller served is recorded as nobody's") {
-      #expect(output.contains("SELF-SERVED-RETURNED"), "\(output)")
-    }
+    #expect(output.contains("SELF-SERVED-RETURNED"), "\(output)")
   }
 }
