@@ -23,6 +23,9 @@ enum { SW_SCHED_MAX_THREADS = 16 };
 
 enum { SW_RUNNABLE, SW_BLOCKED, SW_FINISHED };
 
+/// PCT's jump points per schedule, at most.
+enum { SW_SCHED_MAX_JUMPS = 8 };
+
 /// Why a thread reached the scheduler: an operation it may be preempted at, a yield that
 /// should let another thread run, a wait that blocks it, or its end.
 enum { SW_POINT, SW_YIELD, SW_BLOCK, SW_EXIT, SW_START };
@@ -80,6 +83,12 @@ struct sw_sched_run {
   uint64_t change_points[8];
   int change_count;
   int64_t lowest;
+  /// Jumps of the clock to the next deadline taken so far; the scheduling points at which
+  /// some timed wait was pending, and PCT's points among them at which it jumps.
+  int jumps;
+  uint64_t pending_points;
+  uint64_t jump_points[SW_SCHED_MAX_JUMPS];
+  int jump_count;
   sw_sched_body body;
   void *context;
 };
@@ -91,14 +100,18 @@ struct sw_sched_explorer {
   uint64_t tick;
   uint64_t step_bound;
   int32_t spurious_bound;
+  int32_t jump_bound;
   int32_t watchdog;
   bool unfair_yields;
   uint64_t schedules;
   bool replaying_one;
   uint64_t schedule_seed;
   uint64_t longest;
-  /// The length PCT spreads this schedule's change points over: part of its replay key.
+  uint64_t longest_pending;
+  /// The lengths PCT spreads this schedule's change points (in scheduling points) and jump
+  /// points (in points with a deadline pending) over: part of its replay key.
   uint64_t length;
+  uint64_t pending_length;
   /// Exhaustive: the last schedule's decisions, and the choices the next one replays.
   sw_sched_decision *trace;
   size_t trace_length, trace_capacity;
@@ -108,6 +121,7 @@ struct sw_sched_explorer {
   char failure[4096];
   char description[256];
   uint32_t timeouts;
+  int32_t jumps;
   uint64_t steps;
   int32_t threads;
 };
@@ -122,7 +136,9 @@ uint64_t sw_sched_random(sw_sched_run *r);
 int sw_sched_decide(sw_sched_run *r, int count, bool costs);
 /// Who runs after `me` (NULL at the start), or -1 if nobody can.
 int sw_sched_choose(sw_sched_run *r, sw_sched_thread *me, int reason);
-/// Sets up a schedule's strategy state (PCT's change points).
+/// Whether the clock jumps to the next deadline at this scheduling point.
+bool sw_sched_choose_jump(sw_sched_run *r);
+/// Sets up a schedule's strategy state (PCT's change and jump points).
 void sw_sched_plan(sw_sched_run *r);
 /// Writes the schedule about to run into the explorer's description.
 void sw_sched_describe_next(sw_sched_explorer *e);
@@ -138,6 +154,10 @@ void sw_sched_switch(sw_sched_run *r, sw_sched_thread *me, int reason);
 void sw_sched_expire(sw_sched_run *r);
 /// With nothing runnable: moves the clock to the earliest deadline. False if none.
 bool sw_sched_advance(sw_sched_run *r);
+/// Whether a blocked thread waits with a deadline still ahead.
+bool sw_sched_deadline_pending(const sw_sched_run *r);
+/// Moves the clock to the earliest deadline ahead, which ends the waits that reach it.
+void sw_sched_jump(sw_sched_run *r);
 
 #endif
 #endif

@@ -86,6 +86,7 @@ void sw_sched_switch(sw_sched_run *r, sw_sched_thread *me, int reason) {
     goto wait;
   }
   sw_sched_expire(r);
+  if (sw_sched_choose_jump(r)) sw_sched_jump(r);
   int next = sw_sched_choose(r, me, reason);
   if (next < 0 && sw_sched_advance(r)) next = sw_sched_choose(r, me, reason);
   if (next < 0) {
@@ -208,8 +209,10 @@ bool sw_sched_run_one(sw_sched_explorer *e, int32_t count, sw_sched_body body, v
   e->schedules++;
   e->steps = r->steps;
   e->timeouts = r->timeouts;
+  e->jumps = r->jumps;
   e->threads = threads;
   if (r->steps > e->longest) e->longest = r->steps;
+  if (r->pending_points > e->longest_pending) e->longest_pending = r->pending_points;
   sw_sched_describe_next(e);
   if (failed) {
     // Its threads wait forever; the run and everything they use stay allocated.

@@ -93,6 +93,23 @@ int sw_sched_choose(sw_sched_run *r, sw_sched_thread *me, int reason) {
   return best;
 }
 
+/// A jump is a choice at each scheduling point where some blocked thread waits with a
+/// deadline ahead, up to the bound per schedule. The exhaustive search takes it as an
+/// alternative that costs no preemption (the bound is its own); PCT takes it at random
+/// points among those, spread over twice the most any schedule had, so that about half its
+/// schedules jump and half run on the plain clock.
+bool sw_sched_choose_jump(sw_sched_run *r) {
+  sw_sched_explorer *e = r->explorer;
+  if (e->jump_bound <= 0 || !sw_sched_deadline_pending(r)) return false;
+  r->pending_points++;
+  if (r->jumps >= e->jump_bound) return false;
+  if (e->strategy == SW_SCHED_EXHAUSTIVE) return sw_sched_decide(r, 2, false) == 1;
+  for (int j = 0; j < r->jump_count; j++) {
+    if (r->jump_points[j] == r->pending_points) return true;
+  }
+  return false;
+}
+
 void sw_sched_plan(sw_sched_run *r) {
   sw_sched_explorer *e = r->explorer;
   if (e->strategy != SW_SCHED_PCT) return;
@@ -102,6 +119,13 @@ void sw_sched_plan(sw_sched_run *r) {
   r->change_count = e->bound > 1 ? (e->bound - 1 < 8 ? e->bound - 1 : 8) : 0;
   for (int c = 0; c < r->change_count; c++) {
     r->change_points[c] = 1 + sw_sched_random(r) % length;
+  }
+  if (!e->replaying_one || e->pending_length == 0) {
+    e->pending_length = 2 * (e->longest_pending > 0 ? e->longest_pending : 500);
+  }
+  r->jump_count = e->jump_bound < SW_SCHED_MAX_JUMPS ? e->jump_bound : SW_SCHED_MAX_JUMPS;
+  for (int j = 0; j < r->jump_count; j++) {
+    r->jump_points[j] = 1 + sw_sched_random(r) % e->pending_length;
   }
 }
 
@@ -122,7 +146,8 @@ sw_sched_explorer *sw_sched_explorer_new(int32_t strategy, int32_t bound, uint64
   if (strategy == SW_SCHED_PCT && replay && *replay) {
     char *end = NULL;
     e->schedule_seed = strtoull(replay, &end, 0);
-    if (end && *end == '/') e->length = strtoull(end + 1, NULL, 0);
+    if (end && *end == '/') e->length = strtoull(end + 1, &end, 0);
+    if (end && *end == '/') e->pending_length = strtoull(end + 1, NULL, 0);
     e->replaying_one = true;
   }
   return e;
@@ -140,6 +165,8 @@ void sw_sched_explorer_set_unfair_yields(sw_sched_explorer *e, bool unfair) {
   e->unfair_yields = unfair;
 }
 
+void sw_sched_explorer_set_jumps(sw_sched_explorer *e, int32_t jumps) { e->jump_bound = jumps; }
+
 void sw_sched_explorer_free(sw_sched_explorer *e) {
   if (e == NULL) return;
   free(e->trace);
@@ -151,7 +178,8 @@ void sw_sched_describe_next(sw_sched_explorer *e) {
   if (e->strategy == SW_SCHED_PCT) {
     snprintf(e->description, sizeof e->description,
              "PCT schedule %" PRIu64 " of depth %d; run it alone with SINGLEWRITER_SCHED_SEED=%"
-             PRIu64 "/%" PRIu64, e->schedules, (int)e->bound, e->schedule_seed, e->length);
+             PRIu64 "/%" PRIu64 "/%" PRIu64, e->schedules, (int)e->bound, e->schedule_seed,
+             e->length, e->pending_length);
   } else {
     snprintf(e->description, sizeof e->description,
              "exhaustive schedule %" PRIu64 " (at most %d preemptions, %zu choices replayed)",
@@ -185,6 +213,7 @@ bool sw_sched_next(sw_sched_explorer *e) {
 const char *sw_sched_failure(const sw_sched_explorer *e) { return e->failure; }
 const char *sw_sched_describe(const sw_sched_explorer *e) { return e->description; }
 uint32_t sw_sched_timeouts(const sw_sched_explorer *e) { return e->timeouts; }
+int32_t sw_sched_jumps(const sw_sched_explorer *e) { return e->jumps; }
 uint64_t sw_sched_steps(const sw_sched_explorer *e) { return e->steps; }
 int32_t sw_sched_threads(const sw_sched_explorer *e) { return e->threads; }
 uint64_t sw_sched_schedules(const sw_sched_explorer *e) { return e->schedules; }
@@ -222,6 +251,13 @@ const char *sw_sched_describe(const sw_sched_explorer *explorer) {
 uint32_t sw_sched_timeouts(const sw_sched_explorer *explorer) {
   (void)explorer;
   return 0;
+}
+int32_t sw_sched_jumps(const sw_sched_explorer *explorer) {
+  (void)explorer;
+  return 0;
+}
+void sw_sched_explorer_set_jumps(sw_sched_explorer *explorer, int32_t jumps) {
+  (void)explorer, (void)jumps;
 }
 uint64_t sw_sched_steps(const sw_sched_explorer *explorer) {
   (void)explorer;

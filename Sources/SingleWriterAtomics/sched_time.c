@@ -30,6 +30,28 @@ bool sw_sched_advance(sw_sched_run *r) {
   return true;
 }
 
+bool sw_sched_deadline_pending(const sw_sched_run *r) {
+  for (int i = 0; i < r->count; i++) {
+    const sw_sched_thread *t = &r->threads[i];
+    if (t->status == SW_BLOCKED && t->timed && t->deadline > r->now) return true;
+  }
+  return false;
+}
+
+void sw_sched_jump(sw_sched_run *r) {
+  uint64_t earliest = UINT64_MAX;
+  for (int i = 0; i < r->count; i++) {
+    sw_sched_thread *t = &r->threads[i];
+    if (t->status == SW_BLOCKED && t->timed && t->deadline > r->now && t->deadline < earliest) {
+      earliest = t->deadline;
+    }
+  }
+  if (earliest == UINT64_MAX) return;
+  r->now = earliest;
+  r->jumps++;
+  sw_sched_expire(r);
+}
+
 // MARK: - Hooks
 
 bool sw_sched_registered(void) { return sw_sched_self != NULL; }

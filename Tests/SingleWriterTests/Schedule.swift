@@ -65,13 +65,17 @@ enum Scheduler {
   /// run, or the exhaustive search is over. Virtual time moves `tick` nanoseconds per
   /// scheduling point; a schedule with no scheduling point for `watchdogSeconds` of real
   /// time has a thread blocked outside the scheduler, and fails; `unfairYields` lets a
-  /// spinning thread keep running (see `sw_sched_explorer_set_unfair_yields`). Timed
-  /// waits that fire count as failures unless `allowsTimeouts`: in these short scenarios
-  /// nobody holds the writer long, so one means a wake-up was lost.
+  /// spinning thread keep running (see `sw_sched_explorer_set_unfair_yields`). Up to
+  /// `deadlineJumps` times per schedule the search may jump the clock to the earliest
+  /// deadline a blocked thread waits for (see `sw_sched_explorer_set_jumps`), so that a
+  /// wait that gives up can race the thread about to end it. Timed waits that fire count
+  /// as failures unless `allowsTimeouts`, or the schedule jumped: in these short scenarios
+  /// nobody holds the writer long, so one that fires on the plain clock means a wake-up
+  /// was lost.
   static func explore(
     _ strategy: Strategy, seed: UInt64 = 1, limit: Int, spuriousWakes: Int32 = 1,
-    tick: UInt64 = 100, watchdogSeconds: Int32 = 30, unfairYields: Bool = false,
-    allowsTimeouts: Bool = false, _ make: () -> Run
+    deadlineJumps: Int32 = 1, tick: UInt64 = 100, watchdogSeconds: Int32 = 30,
+    unfairYields: Bool = false, allowsTimeouts: Bool = false, _ make: () -> Run
   ) -> Outcome {
     let explorer: OpaquePointer
     switch strategy {
@@ -82,6 +86,7 @@ enum Scheduler {
     }
     sw_sched_explorer_configure(explorer, tick, 200_000, spuriousWakes, watchdogSeconds)
     sw_sched_explorer_set_unfair_yields(explorer, unfairYields)
+    sw_sched_explorer_set_jumps(explorer, deadlineJumps)
     var schedules = 0
     var spawning = 0
     while true {
@@ -103,7 +108,7 @@ enum Scheduler {
       bodies.release()
       var failure = run.check()
       let timeouts = sw_sched_timeouts(explorer)
-      if failure == nil, !allowsTimeouts, timeouts != 0 {
+      if failure == nil, !allowsTimeouts, timeouts != 0, sw_sched_jumps(explorer) == 0 {
         failure = "\(timeouts) timed wait(s) fired: a wake-up was lost"
       }
       if let failure {
@@ -124,8 +129,8 @@ enum Scheduler {
   /// Explores with both strategies, and records the first failure of each as an issue:
   /// both run even when the first fails, so that each one's reach shows in the log.
   static func check(
-    pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, tick: UInt64 = 100,
-    unfairYields: Bool = false, allowsTimeouts: Bool = false,
+    pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, deadlineJumps: Int32 = 1,
+    tick: UInt64 = 100, unfairYields: Bool = false, allowsTimeouts: Bool = false,
     sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
   ) {
     let searches: [(Strategy, Int)] = [
@@ -133,8 +138,8 @@ enum Scheduler {
     ]
     for (strategy, limit) in searches where limit > 0 {
       let outcome = explore(
-        strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes, tick: tick,
-        unfairYields: unfairYields,
+        strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes,
+        deadlineJumps: deadlineJumps, tick: tick, unfairYields: unfairYields,
         allowsTimeouts: allowsTimeouts,
         make)
       // One line per search, so that CI's log shows how much of each was covered.
