@@ -120,6 +120,8 @@ struct sw_sched_explorer {
   /// The last schedule.
   char failure[4096];
   char description[256];
+  /// The schedule running now, for a crash report.
+  char running[256];
   uint32_t timeouts;
   int32_t jumps;
   uint64_t steps;
@@ -140,8 +142,8 @@ int sw_sched_choose(sw_sched_run *r, sw_sched_thread *me, int reason);
 bool sw_sched_choose_jump(sw_sched_run *r);
 /// Sets up a schedule's strategy state (PCT's change and jump points).
 void sw_sched_plan(sw_sched_run *r);
-/// Writes the schedule about to run into the explorer's description.
-void sw_sched_describe_next(sw_sched_explorer *e);
+/// Names the explorer's schedule `number` (its current one) and how to run it again.
+void sw_sched_name_schedule(sw_sched_explorer *e, uint64_t number, char *buffer, size_t capacity);
 
 // sched_run.c
 void sw_sched_fail(sw_sched_run *r, const char *what);

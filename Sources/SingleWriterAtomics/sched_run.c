@@ -7,10 +7,12 @@
 #if defined(SINGLEWRITER_SCHED)
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 _Thread_local sw_sched_thread *sw_sched_self;
 
@@ -73,6 +75,50 @@ void sw_sched_fail(sw_sched_run *r, const char *what) {
     }
   }
   pthread_cond_signal(&r->done);
+}
+
+/// Fails the schedule from one of its threads, which then stays blocked for good.
+void sw_sched_report(const char *what) {
+  sw_sched_thread *me = sw_sched_self;
+  sw_sched_run *r = me->run;
+  pthread_mutex_lock(&r->lock);
+  sw_sched_fail(r, what);
+  while (true) pthread_cond_wait(&me->turn, &r->lock);
+}
+
+// A crash on a registered thread (an assertion, a trap) ends the process, and with it
+// the search: say first which schedule was running, so that it can be run again.
+static const int sw_sched_crash_signals[] = {SIGILL, SIGTRAP, SIGABRT, SIGSEGV, SIGBUS};
+enum { SW_SCHED_CRASH_SIGNALS = sizeof sw_sched_crash_signals / sizeof(int) };
+static struct sigaction sw_sched_crash_previous[SW_SCHED_CRASH_SIGNALS];
+
+static void sw_sched_crashed(int signal) {
+  sw_sched_thread *me = sw_sched_self;
+  for (int k = 0; k < SW_SCHED_CRASH_SIGNALS; k++) {
+    // The handler before this one runs next: the fault happens again as this returns.
+    if (sw_sched_crash_signals[k] == signal) sigaction(signal, &sw_sched_crash_previous[k], NULL);
+  }
+  if (me == NULL) return;
+  static const char intro[] = "\ndeterministic scheduler: a scheduled thread crashed in ";
+  const char *running = me->run->explorer->running;
+  (void)!write(2, intro, sizeof intro - 1);
+  (void)!write(2, running, strlen(running));
+  (void)!write(2, "\n", 1);
+}
+
+static void sw_sched_install_crash_handlers(void) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = sw_sched_crashed;
+  sigemptyset(&action.sa_mask);
+  for (int k = 0; k < SW_SCHED_CRASH_SIGNALS; k++) {
+    sigaction(sw_sched_crash_signals[k], &action, &sw_sched_crash_previous[k]);
+  }
+}
+
+static void sw_sched_catch_crashes(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, sw_sched_install_crash_handlers);
 }
 
 // MARK: - The baton
@@ -175,6 +221,8 @@ bool sw_sched_run_one(sw_sched_explorer *e, int32_t count, sw_sched_body body, v
   e->trace_length = 0;
   e->failure[0] = 0;
   sw_sched_plan(r);
+  sw_sched_name_schedule(e, e->schedules + 1, e->running, sizeof e->running);
+  sw_sched_catch_crashes();
   pthread_mutex_lock(&r->lock);
   for (int i = 0; i < count; i++) sw_sched_add(r);
   for (int i = 0; i < count; i++) {
@@ -213,7 +261,7 @@ bool sw_sched_run_one(sw_sched_explorer *e, int32_t count, sw_sched_body body, v
   e->threads = threads;
   if (r->steps > e->longest) e->longest = r->steps;
   if (r->pending_points > e->longest_pending) e->longest_pending = r->pending_points;
-  sw_sched_describe_next(e);
+  sw_sched_name_schedule(e, e->schedules, e->description, sizeof e->description);
   if (failed) {
     // Its threads wait forever; the run and everything they use stay allocated.
     for (int i = 0; i < threads; i++) {

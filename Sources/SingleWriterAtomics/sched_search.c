@@ -174,16 +174,17 @@ void sw_sched_explorer_free(sw_sched_explorer *e) {
   free(e);
 }
 
-void sw_sched_describe_next(sw_sched_explorer *e) {
+void sw_sched_name_schedule(sw_sched_explorer *e, uint64_t number, char *buffer,
+                            size_t capacity) {
   if (e->strategy == SW_SCHED_PCT) {
-    snprintf(e->description, sizeof e->description,
+    snprintf(buffer, capacity,
              "PCT schedule %" PRIu64 " of depth %d; run it alone with SINGLEWRITER_SCHED_SEED=%"
-             PRIu64 "/%" PRIu64 "/%" PRIu64, e->schedules, (int)e->bound, e->schedule_seed,
+             PRIu64 "/%" PRIu64 "/%" PRIu64, number, (int)e->bound, e->schedule_seed,
              e->length, e->pending_length);
   } else {
-    snprintf(e->description, sizeof e->description,
+    snprintf(buffer, capacity,
              "exhaustive schedule %" PRIu64 " (at most %d preemptions, %zu choices replayed)",
-             e->schedules, (int)e->bound, e->prefix_length);
+             number, (int)e->bound, e->prefix_length);
   }
 }
 

@@ -16,7 +16,11 @@
 // - a thread that this layer starts for a registered thread must be registered through
 //   `sw_sched_spawn` (the layer starts none today);
 // - a schedule in which no thread can run and none waits with a deadline is a deadlock,
-//   and one longer than the step bound a livelock: both are reported as failures.
+//   and one longer than the step bound a livelock: both are reported as failures;
+// - the priority gate checks what os_unfair_lock enforces on Apple, that only the thread
+//   that took it releases it (see gate.c);
+// - a crash (an assertion, a trap) on a registered thread first prints the schedule that
+//   was running, so that it can be run again.
 // Threads that are not registered (the test runner's, Swift's concurrency pool) bypass
 // all of it, so other tests run as usual in this build mode.
 //
@@ -128,6 +132,9 @@ bool sw_sched_wait(void *word, uint32_t expected, int64_t nanoseconds);
 void sw_sched_wake(void *word, bool all);
 uint64_t sw_sched_now(void);
 bool sw_sched_spawn(void (*body)(void *), void *context);
+/// Fails the schedule with `what` (a protocol check of this layer's own); the calling
+/// thread never returns, as the threads of a failed schedule never do.
+void sw_sched_report(const char *what);
 #endif
 
 #endif
