@@ -2,6 +2,8 @@ import Foundation
 import SingleWriterAtomics
 import Testing
 
+@testable import SingleWriter
+
 /// Runs scenarios under the C layer's deterministic scheduler (sw_sched.h), which exists
 /// only in builds with `-Xcc -DSINGLEWRITER_SCHED`; `sw_sched_available()` says so.
 ///
@@ -128,11 +130,16 @@ enum Scheduler {
 
   /// Explores with both strategies, and records the first failure of each as an issue:
   /// both run even when the first fails, so that each one's reach shows in the log.
+  /// Where rows are counted (debug builds), records the rows of the hand-off's tables the
+  /// two searches reached (see `RowCoverage`), and an issue for each of `reaches` that
+  /// neither did.
   static func check(
     pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, deadlineJumps: Int32 = 1,
     tick: UInt64 = 100, unfairYields: Bool = false, allowsTimeouts: Bool = false,
-    sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
+    reaches: [TransitionRow] = [], sourceLocation: SourceLocation = #_sourceLocation,
+    _ make: () -> Run
   ) {
+    let before = RowCoverage.snapshot()
     let searches: [(Strategy, Int)] = [
       (.pct(depth: pctDepth), pct * scale), (.exhaustive(preemptions: 2), exhaustive * scale),
     ]
@@ -153,6 +160,13 @@ enum Scheduler {
           "\(strategy), after \(outcome.schedules) schedules: \(failure)",
           sourceLocation: sourceLocation)
       }
+    }
+    guard RowCoverage.isCounting else { return }
+    let reached = RowCoverage.reached(since: before)
+    let name = Test.current?.name ?? "\(sourceLocation.fileID):\(sourceLocation.line)"
+    RowCoverage.shared.record(name, reached)
+    for row in reaches where !reached.contains(row) {
+      Issue.record("no schedule reached \(row)", sourceLocation: sourceLocation)
     }
   }
 

@@ -11,7 +11,9 @@ import Testing
 ///
 /// The async paths (`await write`, `checkout()`, `changes()` and observers that consume
 /// them) run on Swift's executor, which the scheduler cannot drive: they are not here.
-@Suite(.enabled(if: Scheduler.isAvailable, "needs -Xcc -DSINGLEWRITER_SCHED"), .serialized)
+@Suite(
+  .enabled(if: Scheduler.isAvailable, "needs -Xcc -DSINGLEWRITER_SCHED"), .serialized,
+  .rowCoverage(enforced: false))
 struct ScheduleScenarioTests {
   typealias Container = ThreadSafeSingleWriter<Int>
 

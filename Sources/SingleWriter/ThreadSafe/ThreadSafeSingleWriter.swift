@@ -252,7 +252,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   func takeOverServing(_ successor: Waiter) {
     // Dismissed: the server stopped for another reason, and whoever ends that checkout
     // serves.
-    guard successor.waitOrWithdraw(after: 1_000_000) == Waiter.checkout else { return }
+    let outcome = successor.waitOrWithdraw(after: 1_000_000)
+    if outcome == Waiter.withdrawn { TransitionRow.handOffSuccessorWithdraws.reached() }
+    guard outcome == Waiter.checkout else { return }
+    TransitionRow.handOffSuccessorServes.reached()
     finishCheckout(self)
   }
 
@@ -399,13 +402,16 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     sw_uptr_store(lock.checkoutThread, scoped(me))
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
+      TransitionRow.entryWrite.reached()
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
       // A cancelled task has left already: skip it. Otherwise its body runs here, as a
       // closure write of this thread's, and the task is resumed once the write is whole.
       guard waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) else {
+        TransitionRow.entryCancelledSkipped.reached()
         return .ran
       }
+      TransitionRow.entryAsyncWrite.reached()
       lock.acquireWriting()
       job(self)
       lock.endWriting()
@@ -419,10 +425,15 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       // millisecond for it to run and claim the writer, which it then hands over; after
       // that the task competes for the writer, at the front of the queue.
       guard waiter.transition(from: TaskWaiter.waiting, to: TaskWaiter.granted) else {
+        TransitionRow.entryCancelledSkipped.reached()
         return .ran
       }
       waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
-      guard waiter.awaitClaim(upTo: 1_000_000) else { return .ran }
+      guard waiter.awaitClaim(upTo: 1_000_000) else {
+        TransitionRow.entryCheckoutExpired.reached()
+        return .ran
+      }
+      TransitionRow.entryCheckoutClaimed.reached()
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
       dismissed?.grant(checkout: false)
       sw_uptr_store(lock.checkoutThread, 0)
@@ -430,6 +441,7 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       waiter.handOver()
       return .handedOff
     case .waiter(let waiter):
+      TransitionRow.entryWaiter.reached()
       // `queued` stays set while entries remain, so that the waiter's end serves them.
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
       dismissed?.grant(checkout: false)

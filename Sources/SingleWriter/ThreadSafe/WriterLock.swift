@@ -73,7 +73,10 @@ struct WriterLock {
     while let (new, action) = transition(old) {
       assert(new.invariantViolation == nil, "\(old) -> \(new): \(new.invariantViolation!)")
       let found = sw_cas_value(state, old.raw, new.raw)
-      if found == old.raw { return (old, action) }
+      if found == old.raw {
+        TransitionRow.taken()
+        return (old, action)
+      }
       old.raw = found
     }
     return nil
@@ -145,6 +148,7 @@ struct WriterLock {
   @inlinable @inline(__always) func openLend() -> UInt32 {
     let generation = (sw_load_relaxed(lendWord) >> 2) &+ 1
     sw_store_release(lendWord, generation << 2)
+    TransitionRow.lendOpen.reached()
     return generation
   }
 
@@ -152,6 +156,7 @@ struct WriterLock {
   /// it wait until `endLend` says whether it was kept or retired.
   @inlinable func resolveLend(_ generation: UInt32) {
     sw_store_release(lendWord, generation << 2 | 1)
+    TransitionRow.lendResolve.reached()
   }
 
   /// Kept: the generation stays valid for as long as the proxy owns the checkout. Retired:
@@ -159,7 +164,10 @@ struct WriterLock {
   /// ordering also publishes the proxy's new role to whichever thread frees it.
   @inlinable func endLend(_ generation: UInt32, kept: Bool) {
     let old = sw_exchange(lendWord, (kept ? generation : generation &+ 1) << 2)
-    if old & 2 != 0 { sw_wake_all(lendWord) }
+    (kept ? TransitionRow.lendEndKept : .lendEndRetired).reached()
+    guard old & 2 != 0 else { return }
+    TransitionRow.lendEndWakes.reached()
+    sw_wake_all(lendWord)
   }
 
   /// Stops an access through a lent proxy whose lend is over: `generation` is the one the
@@ -181,6 +189,7 @@ struct WriterLock {
         spins += 1
         sw_yield_cpu()
       } else if word & 2 != 0 || sw_cas(lendWord, &word, word | 2) {
+        TransitionRow.lendWaitSleeps.reached()
         sw_wait(lendWord, resolving | 2)
       } else {
         continue  // the word changed: look at it again
@@ -268,6 +277,7 @@ struct WriterLock {
     let expected = WriterLock.heldWord.raw
     let begun = WriterLock.heldWord.beginAccess().0.raw
     guard sw_cas_value(state, expected, begun) == expected else { return acquireWriting() }
+    TransitionRow.taken()
     sw_uptr_store(writingThread, sw_current_thread())
     sw_seq_begin_write(sequence)
   }
@@ -307,7 +317,8 @@ struct WriterLock {
     sw_uptr_store(writingThread, 0)
     let expected = WriterLock.writingWord.raw
     let ended = WriterLock.writingWord.endAccess().0.raw
-    if sw_cas_value(state, expected, ended) != expected { releaseWritingSlow() }
+    guard sw_cas_value(state, expected, ended) == expected else { return releaseWritingSlow() }
+    TransitionRow.taken()
   }
 
   @usableFromInline func releaseWritingSlow() {
@@ -357,7 +368,9 @@ struct WriterLock {
     }
     let expected = WriterWord.writer | WriterWord.writing
     let ended = WriterWord(raw: expected).endClosureWrite().unsafelyUnwrapped.raw
-    return sw_cas_value(state, expected, ended) == expected
+    guard sw_cas_value(state, expected, ended) == expected else { return false }
+    TransitionRow.taken()
+    return true
   }
 
   // MARK: The priority gate
@@ -372,6 +385,7 @@ struct WriterLock {
 
   /// Asks the next `gateSpan` closure writes to take the gate.
   @usableFromInline func wantGate() {
+    TransitionRow.gateWant.reached()
     if sw_load_relaxed(gateWanted) != WriterLock.gateSpan {
       sw_store_release(gateWanted, WriterLock.gateSpan)
     }
@@ -392,7 +406,8 @@ struct WriterLock {
     if wanted != 0 { sw_store_release(gateWanted, wanted &- 1) }
     assert(sw_uptr_load(gateThread) == 0, "the gate is taken twice")
     // Busy only while a woken sleeper passes through it: this write goes without.
-    guard sw_gate_trylock(gate) else { return }
+    guard sw_gate_trylock(gate) else { return TransitionRow.gateCloseBusy.reached() }
+    TransitionRow.gateClose.reached()
     sw_uptr_store(gateThread, sw_current_thread())
   }
 
@@ -409,7 +424,10 @@ struct WriterLock {
     assert(sw_uptr_load(gateThread) == sw_current_thread(), "the gate is opened by another thread")
     sw_uptr_store(gateThread, 0)
     sw_gate_unlock(gate)
-    if sw_load_relaxed(gateWanted) == 0 { sw_fetch_and(sequence, ~SW_SEQ_GATE_WANTED) }
+    TransitionRow.gateOpen.reached()
+    guard sw_load_relaxed(gateWanted) == 0 else { return }
+    TransitionRow.gateOpenClearsTheFlag.reached()
+    sw_fetch_and(sequence, ~SW_SEQ_GATE_WANTED)
   }
 
   /// For a thread about to sleep for the writer: asks the next closure writes to take the
@@ -421,6 +439,7 @@ struct WriterLock {
     let holder = sw_uptr_load(gateThread)
     guard holder != 0, holder != me else { return false }
     sw_fetch_add(gateSleeps, 1)
+    TransitionRow.gateSleep.reached()
     sw_gate_lock(gate)
     sw_gate_unlock(gate)
     return true
