@@ -44,6 +44,8 @@ typedef struct {
   uint64_t deadline;
   /// Blocked threads are woken in the order they blocked, as a fair futex would.
   uint64_t blocked_at;
+  /// Keeps running at its scheduling points (`sw_sched_hold`).
+  bool held;
   /// PCT's priority: the highest runnable runs.
   int64_t priority;
   pthread_cond_t turn;

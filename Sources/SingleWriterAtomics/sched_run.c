@@ -132,6 +132,7 @@ void sw_sched_switch(sw_sched_run *r, sw_sched_thread *me, int reason) {
     goto wait;
   }
   sw_sched_expire(r);
+  if (me && me->held && me->status == SW_RUNNABLE && reason != SW_EXIT) return;
   if (sw_sched_choose_jump(r)) sw_sched_jump(r);
   int next = sw_sched_choose(r, me, reason);
   if (next < 0 && sw_sched_advance(r)) next = sw_sched_choose(r, me, reason);

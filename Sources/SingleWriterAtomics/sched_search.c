@@ -269,6 +269,7 @@ int32_t sw_sched_threads(const sw_sched_explorer *explorer) {
   return 0;
 }
 void sw_sched_name_word(const void *word, const char *name) { (void)word, (void)name; }
+void sw_sched_hold(bool hold) { (void)hold; }
 void sw_sched_explorer_set_unfair_yields(sw_sched_explorer *explorer, bool unfair) {
   (void)explorer, (void)unfair;
 }

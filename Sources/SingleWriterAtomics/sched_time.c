@@ -56,6 +56,14 @@ void sw_sched_jump(sw_sched_run *r) {
 
 bool sw_sched_registered(void) { return sw_sched_self != NULL; }
 
+void sw_sched_hold(bool hold) {
+  sw_sched_thread *me = sw_sched_self;
+  if (me == NULL) return;
+  pthread_mutex_lock(&me->run->lock);
+  me->held = hold;
+  pthread_mutex_unlock(&me->run->lock);
+}
+
 void sw_sched_point(void) {
   sw_sched_thread *me = sw_sched_self;
   if (me == NULL) return;

@@ -128,20 +128,23 @@ enum Scheduler {
     }
   }
 
-  /// Explores with both strategies, and records the first failure of each as an issue:
+  /// Explores with both strategies (the exhaustive one within `preemptions`), and records
+  /// the first failure of each as an issue:
   /// both run even when the first fails, so that each one's reach shows in the log.
   /// Where rows are counted (debug builds), records the rows of the hand-off's tables the
   /// two searches reached (see `RowCoverage`), and an issue for each of `reaches` that
   /// neither did.
   static func check(
-    pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, deadlineJumps: Int32 = 1,
+    pct: Int, exhaustive: Int, preemptions: Int32 = 2, spuriousWakes: Int32 = 1,
+    deadlineJumps: Int32 = 1,
     tick: UInt64 = 100, unfairYields: Bool = false, allowsTimeouts: Bool = false,
     reaches: [TransitionRow] = [], sourceLocation: SourceLocation = #_sourceLocation,
     _ make: () -> Run
   ) {
     let before = RowCoverage.snapshot()
     let searches: [(Strategy, Int)] = [
-      (.pct(depth: pctDepth), pct * scale), (.exhaustive(preemptions: 2), exhaustive * scale),
+      (.pct(depth: pctDepth), pct * scale),
+      (.exhaustive(preemptions: preemptions), exhaustive * scale),
     ]
     for (strategy, limit) in searches where limit > 0 {
       let outcome = explore(

@@ -164,4 +164,57 @@ extension ScheduleScenarioTests {
         check: { Self.finalCheck(container, journal, ran: ["A.0", "A.1"]) })
     }
   }
+
+  /// A closure write holds the gate while a `withWriter` sleeps on it; as the write ends
+  /// and opens the gate, the sleeper takes it on its way through, and a `tryWrite` that
+  /// gets the writer just then finds the gate busy and writes without it, as it must:
+  /// the gate is a hint, never a wait for a closure write. The window is two scheduling
+  /// points long: every schedule with one preemption is run.
+  @Test func aClosureWriteGoesWithoutAGateThatASleeperPassesThrough() {
+    var wrote = 0
+    Scheduler.check(
+      pct: 500, exhaustive: 5_000, preemptions: 1,
+      reaches: [.gateSleep, .gateCloseBusy, .gateOpen]
+    ) {
+      let container = Self.makeGatedContainer()
+      let journal = ScheduleJournal()
+      let tried = ScheduleBox<ScheduleJournal>()
+      let ended = ScheduleScenarioSelfTests.Words()
+      return Scheduler.Run(
+        threads: [
+          {
+            container.withWriter {
+              journal.enter("A.1")
+              $0 += 1
+              Self.spin(nanoseconds: 1_000, yielding: true)  // the sleeper arrives meanwhile
+              journal.leave()
+            }
+            sw_store_release(ended.flag, 1)
+            sw_wake_all(ended.flag)
+          },
+          {
+            container.withWriter {
+              journal.enter("B.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+          {
+            while sw_load_acquire(ended.flag) == 0 { sw_wait(ended.flag, 0) }
+            let done: Void? = container.tryWrite {
+              journal.enter("C.1")
+              $0 += 1
+              journal.leave()
+            }
+            if done != nil { tried.strong = journal }
+          },
+        ],
+        check: {
+          if tried.strong != nil { wrote += 1 }
+          let expected = ["A.1", "B.1"] + (tried.strong == nil ? [] : ["C.1"])
+          return Self.finalCheck(container, journal, ran: expected)
+        })
+    }
+    #expect(wrote > 0, "no schedule's tryWrite got the writer")
+  }
 }

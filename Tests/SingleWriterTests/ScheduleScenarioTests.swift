@@ -13,7 +13,7 @@ import Testing
 /// them) run on Swift's executor, which the scheduler cannot drive: they are not here.
 @Suite(
   .enabled(if: Scheduler.isAvailable, "needs -Xcc -DSINGLEWRITER_SCHED"), .serialized,
-  .rowCoverage(enforced: false))
+  .rowCoverage(enforced: true))
 struct ScheduleScenarioTests {
   typealias Container = ThreadSafeSingleWriter<Int>
 

@@ -108,6 +108,13 @@ uint32_t sw_sched_timeouts(const sw_sched_explorer *explorer);
 /// Jumps of the clock to a deadline in the last schedule.
 int32_t sw_sched_jumps(const sw_sched_explorer *explorer);
 
+/// Keeps the calling registered thread running through its scheduling points while
+/// `hold` (a wait that blocks still lets the others run), until called with false: for a
+/// section that a lock the scheduler cannot see makes atomic, such as a task's
+/// cancellation, whose handlers Swift's runtime runs holding the task's status lock. No-op
+/// on other threads.
+void sw_sched_hold(bool hold);
+
 /// Names a word for failure reports ("thread 1 waits on state ..."). The name is copied;
 /// the newest name given to an address wins.
 void sw_sched_name_word(const void *word, const char *name);
