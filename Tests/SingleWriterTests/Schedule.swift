@@ -7,9 +7,8 @@ import Testing
 /// Runs scenarios under the C layer's deterministic scheduler (sw_sched.h), which exists
 /// only in builds with `-Xcc -DSINGLEWRITER_SCHED`; `sw_sched_available()` says so.
 ///
-/// Only thread code can be scheduled: tasks run on Swift's executor, whose threads the
-/// scheduler does not know, so the async paths (`await write`, `checkout()`, `changes()`
-/// consumers) are left out.
+/// Only registered threads are scheduled: a task runs under the scheduler when its jobs
+/// run on one of them, through a `ScheduleExecutor`.
 enum Scheduler {
   static var isAvailable: Bool { sw_sched_available() }
 

@@ -7,10 +7,15 @@ import Testing
 /// (build with `-Xcc -DSINGLEWRITER_SCHED`; skipped otherwise). Each scenario starts from
 /// a fresh container per schedule and checks, once all its threads have ended, that the
 /// writer is free with nothing queued, that every write ran exactly once and in order per
-/// producer, that no write ran inside another checkout, and that no timed wait fired.
+/// producer, that no write ran inside another checkout, and that no timed wait fired on
+/// the plain clock (a jump of the clock to a deadline ends waits by design).
 ///
-/// The async paths (`await write`, `checkout()`, `changes()` and observers that consume
-/// them) run on Swift's executor, which the scheduler cannot drive: they are not here.
+/// The async paths run their tasks on a `ScheduleExecutor`, whose jobs run on one of the
+/// schedule's threads (ScheduleScenarioTests+Async.swift).
+///
+/// Each scenario names the rows of the tables in "How the hand-off works" that it must
+/// reach (`TransitionRow`, counted in debug builds); once the suite has run, it prints
+/// which scenarios reached each row, and fails if it ran whole and a row was not reached.
 @Suite(
   .enabled(if: Scheduler.isAvailable, "needs -Xcc -DSINGLEWRITER_SCHED"), .serialized,
   .rowCoverage(enforced: true))
