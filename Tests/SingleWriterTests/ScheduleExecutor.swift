@@ -23,7 +23,7 @@ final class ScheduleExecutor: TaskExecutor, @unchecked Sendable {
   init() {
     mutex.initialize(to: sw_mutex())
     enqueued.initialize(to: sw_atomic_u32())
-    sw_sched_name_word(enqueued, "the test executor's queue")
+    sw_sched_name_word(enqueued, "the executor's queue")
   }
 
   func enqueue(_ job: consuming ExecutorJob) {
