@@ -104,8 +104,9 @@ struct RowCoverageTrait: SuiteTrait, TestScoping {
       return
     }
     let (text, unreached) = RowCoverage.shared.report()
-    print(text)
-    if enforced, !unreached.isEmpty, RowCoverage.runsWhole(test) {
+    let whole = RowCoverage.runsWhole(test)
+    print(text + (whole ? "" : " (Only part of the suite ran: not checked.)"))
+    if enforced, !unreached.isEmpty, whole {
       Issue.record("no scenario reached \(unreached.map { "\($0)" }.joined(separator: ", "))")
     }
   }
