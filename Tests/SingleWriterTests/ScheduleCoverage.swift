@@ -41,8 +41,9 @@ final class RowCoverage: @unchecked Sendable {
   }
 
   /// The report printed at the end of the scenario suite: each table's rows with the
-  /// scenarios that reached them (the first three, and how many more), then the rows none
-  /// reached. `SINGLEWRITER_SCHED_ROWS=all` lists every scenario.
+  /// times they were reached in this process and the scenarios that reached them (the
+  /// first three, and how many more), then the rows none reached.
+  /// `SINGLEWRITER_SCHED_ROWS=all` lists every scenario.
   func report() -> (text: String, unreached: [TransitionRow]) {
     let all = ProcessInfo.processInfo.environment["SINGLEWRITER_SCHED_ROWS"] == "all"
     var lines = ["Rows of \"How the hand-off works\" reached by the scheduler's scenarios:"]
@@ -57,7 +58,7 @@ final class RowCoverage: @unchecked Sendable {
       let shown = all ? scenarios : Array(scenarios.prefix(3))
       let more = scenarios.count - shown.count
       let names = scenarios.isEmpty ? "NOT REACHED" : shown.joined(separator: ", ")
-      lines.append("    \(row): \(names)\(more > 0 ? " (+\(more) more)" : "")")
+      lines.append("    \(row) (\(row.count)): \(names)\(more > 0 ? " (+\(more) more)" : "")")
     }
     lines.append(
       unreached.isEmpty

@@ -113,8 +113,12 @@ extension ScheduleScenarioTests {
             executor.run { tasks.finished == 1 }
           },
           {
-            Self.queue(container, journal, "B.1")
-            Self.queue(container, journal, "B.2")
+            for event in ["B.1", "B.2"] {
+              container.writeNext {
+                Self.write($0, journal, event)
+                sw_yield_thread()  // the task may run meanwhile, and find the writer busy
+              }
+            }
           },
         ],
         check: { Self.finalCheck(container, journal, ran: ["A.0", "T.1", "B.1", "B.2"]) })
