@@ -99,9 +99,8 @@ struct HandOff<Entry> {
     arrived &+= 1
     var chosen: Waiter?
     // The rows of `arrive` overlap: one from the holder with `queued` clear does both.
-    if !queued { TransitionRow.handOffArriveSettingQueued.reached() }
-    let fromHolder = holding && !atFront && thread != server
-    if fromHolder {
+    TransitionRow.handOffArriveSettingQueued.reached(if: !queued)
+    if holding, !atFront, thread != server {
       TransitionRow.handOffArriveFromTheHolder.reached()
       holderThread = thread
       holderOwes = taken &+ UInt64(inbox.count)
@@ -114,7 +113,8 @@ struct HandOff<Entry> {
       chosen = Waiter()
       successor = chosen
     }
-    if queued, !fromHolder, chosen == nil { TransitionRow.handOffArriveBehind.reached() }
+    TransitionRow.handOffArriveBehind.reached(
+      if: queued && (!holding || atFront || thread == server) && chosen == nil)
     let yield = chosen == nil && inbox.count > 4_096 && server != 0 && server != thread
     defer { queued = true }
     return Arrival(setQueued: !queued, yield: yield, successor: chosen)
@@ -233,7 +233,7 @@ struct HandOff<Entry> {
   /// successor is let go (returned, to be dismissed).
   @inlinable mutating func stopServing(_ thread: UInt) -> Waiter? {
     TransitionRow.handOffStopServing.reached()
-    if successor != nil { TransitionRow.handOffStopServingDismissesTheSuccessor.reached() }
+    TransitionRow.handOffStopServingDismissesTheSuccessor.reached(if: successor != nil)
     if server == thread { server = 0 }
     successorWanted = false
     defer { successor = nil }

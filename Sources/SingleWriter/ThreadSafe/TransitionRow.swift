@@ -120,6 +120,14 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
     #endif
   }
 
+  /// Counts this row as reached if `condition` holds, which release builds never evaluate:
+  /// for a row that is one outcome of code that does not branch on it.
+  @inlinable @inline(__always) func reached(if condition: @autoclosure () -> Bool) {
+    #if DEBUG
+      if condition() { sw_rows_reach(rawValue) }
+    #endif
+  }
+
   /// Proposes this row for the transition this thread is computing; the driver's `taken()`
   /// counts it once the compare-and-exchange succeeds.
   @inlinable @inline(__always) func proposed() {
