@@ -2,12 +2,13 @@ import Foundation
 import SingleWriterAtomics
 import Testing
 
+@testable import SingleWriter
+
 /// Runs scenarios under the C layer's deterministic scheduler (sw_sched.h), which exists
 /// only in builds with `-Xcc -DSINGLEWRITER_SCHED`; `sw_sched_available()` says so.
 ///
-/// Only thread code can be scheduled: tasks run on Swift's executor, whose threads the
-/// scheduler does not know, so the async paths (`await write`, `checkout()`, `changes()`
-/// consumers) are left out.
+/// Only registered threads are scheduled: a task runs under the scheduler when its jobs
+/// run on one of them, through a `ScheduleExecutor`.
 enum Scheduler {
   static var isAvailable: Bool { sw_sched_available() }
 
@@ -65,13 +66,17 @@ enum Scheduler {
   /// run, or the exhaustive search is over. Virtual time moves `tick` nanoseconds per
   /// scheduling point; a schedule with no scheduling point for `watchdogSeconds` of real
   /// time has a thread blocked outside the scheduler, and fails; `unfairYields` lets a
-  /// spinning thread keep running (see `sw_sched_explorer_set_unfair_yields`). Timed
-  /// waits that fire count as failures unless `allowsTimeouts`: in these short scenarios
-  /// nobody holds the writer long, so one means a wake-up was lost.
+  /// spinning thread keep running (see `sw_sched_explorer_set_unfair_yields`). Up to
+  /// `deadlineJumps` times per schedule the search may jump the clock to the earliest
+  /// deadline a blocked thread waits for (see `sw_sched_explorer_set_jumps`), so that a
+  /// wait that gives up can race the thread about to end it. Timed waits that fire count
+  /// as failures unless `allowsTimeouts`, or the schedule jumped: in these short scenarios
+  /// nobody holds the writer long, so one that fires on the plain clock means a wake-up
+  /// was lost.
   static func explore(
     _ strategy: Strategy, seed: UInt64 = 1, limit: Int, spuriousWakes: Int32 = 1,
-    tick: UInt64 = 100, watchdogSeconds: Int32 = 30, unfairYields: Bool = false,
-    allowsTimeouts: Bool = false, _ make: () -> Run
+    deadlineJumps: Int32 = 1, tick: UInt64 = 100, watchdogSeconds: Int32 = 30,
+    unfairYields: Bool = false, allowsTimeouts: Bool = false, _ make: () -> Run
   ) -> Outcome {
     let explorer: OpaquePointer
     switch strategy {
@@ -82,6 +87,7 @@ enum Scheduler {
     }
     sw_sched_explorer_configure(explorer, tick, 200_000, spuriousWakes, watchdogSeconds)
     sw_sched_explorer_set_unfair_yields(explorer, unfairYields)
+    sw_sched_explorer_set_jumps(explorer, deadlineJumps)
     var schedules = 0
     var spawning = 0
     while true {
@@ -103,7 +109,7 @@ enum Scheduler {
       bodies.release()
       var failure = run.check()
       let timeouts = sw_sched_timeouts(explorer)
-      if failure == nil, !allowsTimeouts, timeouts != 0 {
+      if failure == nil, !allowsTimeouts, timeouts != 0, sw_sched_jumps(explorer) == 0 {
         failure = "\(timeouts) timed wait(s) fired: a wake-up was lost"
       }
       if let failure {
@@ -121,20 +127,28 @@ enum Scheduler {
     }
   }
 
-  /// Explores with both strategies, and records the first failure of each as an issue:
+  /// Explores with both strategies (the exhaustive one within `preemptions`), and records
+  /// the first failure of each as an issue:
   /// both run even when the first fails, so that each one's reach shows in the log.
+  /// Where rows are counted (debug builds), records the rows of the hand-off's tables the
+  /// two searches reached (see `RowCoverage`), and an issue for each of `reaches` that
+  /// neither did.
   static func check(
-    pct: Int, exhaustive: Int, spuriousWakes: Int32 = 1, tick: UInt64 = 100,
-    unfairYields: Bool = false, allowsTimeouts: Bool = false,
-    sourceLocation: SourceLocation = #_sourceLocation, _ make: () -> Run
+    pct: Int, exhaustive: Int, preemptions: Int32 = 2, spuriousWakes: Int32 = 1,
+    deadlineJumps: Int32 = 1,
+    tick: UInt64 = 100, unfairYields: Bool = false, allowsTimeouts: Bool = false,
+    reaches: [TransitionRow] = [], sourceLocation: SourceLocation = #_sourceLocation,
+    _ make: () -> Run
   ) {
+    let before = RowCoverage.snapshot()
     let searches: [(Strategy, Int)] = [
-      (.pct(depth: pctDepth), pct * scale), (.exhaustive(preemptions: 2), exhaustive * scale),
+      (.pct(depth: pctDepth), pct * scale),
+      (.exhaustive(preemptions: preemptions), exhaustive * scale),
     ]
     for (strategy, limit) in searches where limit > 0 {
       let outcome = explore(
-        strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes, tick: tick,
-        unfairYields: unfairYields,
+        strategy, seed: searchSeed, limit: limit, spuriousWakes: spuriousWakes,
+        deadlineJumps: deadlineJumps, tick: tick, unfairYields: unfairYields,
         allowsTimeouts: allowsTimeouts,
         make)
       // One line per search, so that CI's log shows how much of each was covered.
@@ -148,6 +162,13 @@ enum Scheduler {
           "\(strategy), after \(outcome.schedules) schedules: \(failure)",
           sourceLocation: sourceLocation)
       }
+    }
+    guard RowCoverage.isCounting else { return }
+    let reached = RowCoverage.reached(since: before)
+    let name = Test.current?.name ?? "\(sourceLocation.fileID):\(sourceLocation.line)"
+    RowCoverage.shared.record(name, reached)
+    for row in reaches where !reached.contains(row) {
+      Issue.record("no schedule reached \(row)", sourceLocation: sourceLocation)
     }
   }
 

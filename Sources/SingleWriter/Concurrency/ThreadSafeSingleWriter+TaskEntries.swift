@@ -7,7 +7,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// the write is whole.
   @inlinable
   func runAsyncWrite(_ waiter: TaskWaiter, _ job: (ThreadSafeSingleWriter<Value>) -> Void) {
-    guard waiter.apply(.reach) else { return }
+    guard waiter.apply(.reach) else { return TransitionRow.entryCancelledSkipped.reached() }
+    TransitionRow.entryAsyncWrite.reached()
     lock.acquireWriting()
     job(self)
     lock.endWriting()
@@ -23,9 +24,16 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// writer, at the front of the queue, and this thread serves on (`false`).
   @inlinable
   func offerCheckout(to waiter: TaskWaiter, _ me: UInt) -> Bool {
-    guard waiter.apply(.reach) else { return false }
+    guard waiter.apply(.reach) else {
+      TransitionRow.entryCancelledSkipped.reached()
+      return false
+    }
     waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
-    guard waiter.awaitClaim(upTo: HandOffPolicy.claimWindow) else { return false }
+    guard waiter.awaitClaim(upTo: HandOffPolicy.claimWindow) else {
+      TransitionRow.entryCheckoutExpired.reached()
+      return false
+    }
+    TransitionRow.entryCheckoutClaimed.reached()
     let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
     dismissed?.grant(checkout: false)
     sw_uptr_store(lock.checkoutThread, 0)

@@ -85,6 +85,7 @@ struct HandOff<Entry> {
     holding: Bool = false
   ) -> Arrival {
     if atFront {
+      TransitionRow.handOffArriveAtTheFront.reached()
       inbox.prepend(entry)
       // The entries still in the inbox move back one.
       if owedThrough > taken { owedThrough &+= 1 }
@@ -94,17 +95,23 @@ struct HandOff<Entry> {
     }
     arrived &+= 1
     var chosen: Waiter?
+    // The rows of `arrive` overlap: one from the holder with `queued` clear does both.
+    TransitionRow.handOffArriveSettingQueued.reached(if: !queued)
     if holding, !atFront, thread != server {
+      TransitionRow.handOffArriveFromTheHolder.reached()
       holderThread = thread
       holderOwes = taken &+ UInt64(inbox.count)
     }
     // A nested write from the server's own thread is served on borrowed time, like any
     // other thread's, and that thread is never its own successor.
     if thread != server, mayServe, successorWanted, successor == nil {
+      TransitionRow.handOffArriveAsSuccessor.reached()
       successorWanted = false
       chosen = Waiter()
       successor = chosen
     }
+    TransitionRow.handOffArriveBehind.reached(
+      if: queued && (!holding || atFront || thread == server) && chosen == nil)
     let yield =
       chosen == nil && inbox.count > HandOffPolicy.yieldingBacklog && server != 0
       && server != thread
@@ -117,6 +124,7 @@ struct HandOff<Entry> {
   /// checkout. It is handed over at once, since no thread can wait for the task's claim
   /// while it runs the task's own enqueue.
   @inlinable mutating func takeOwnEntry() {
+    TransitionRow.handOffArriveCheckoutTakesTheWriter.reached()
     _ = inbox.popFirst()
     taken &+= 1
   }
@@ -134,9 +142,11 @@ struct HandOff<Entry> {
   @inlinable mutating func checkoutEnded(on thread: UInt) -> CheckoutEnd {
     if server == thread {
       assert(!handedBack, "a checkout handed back twice")
+      TransitionRow.handOffCheckoutEndedHandedBack.reached()
       handedBack = true
       return .handedBack
     }
+    TransitionRow.handOffCheckoutEndedServe.reached()
     beginServing(thread)
     return .serve
   }
@@ -150,6 +160,7 @@ struct HandOff<Entry> {
 
   /// The successor withdrew before the hand-over: `thread` serves on, late as it was.
   @inlinable mutating func serveOn(_ thread: UInt) {
+    TransitionRow.handOffServeOn.reached()
     server = thread
   }
 
@@ -170,11 +181,13 @@ struct HandOff<Entry> {
     assert(pending.isEmpty, "a batch taken over another")
     let paid = taken >= owedThrough
     if let next = successor, paid || inbox.isEmpty {
+      TransitionRow.handOffNextBatchHandOver.reached()
       successor = nil
       server = 0
       return .handOver(next)
     }
     if inbox.isEmpty {
+      TransitionRow.handOffNextBatchRelease.reached()
       queued = false
       server = 0
       successorWanted = false
@@ -183,6 +196,7 @@ struct HandOff<Entry> {
     if late, paid {
       // Serving other threads on borrowed time: small batches, so that a successor
       // chosen by the next arrival takes over within a few writes.
+      TransitionRow.handOffNextBatchLate.reached()
       if successor == nil { successorWanted = true }
       for _ in 0..<HandOffPolicy.lateBatch {
         guard let entry = inbox.popFirst() else { break }
@@ -191,6 +205,7 @@ struct HandOff<Entry> {
       }
       return .run
     }
+    TransitionRow.handOffNextBatchWholeInbox.reached()
     swap(&pending, &inbox)
     taken &+= UInt64(pending.count)
     return .run
@@ -202,10 +217,12 @@ struct HandOff<Entry> {
   /// `ran`: the entries the servers have popped to run, the last one included.
   @inlinable mutating func midBatch(ran: UInt64) -> Waiter? {
     if let next = successor, ran >= owedThrough {
+      TransitionRow.handOffMidBatchHandOver.reached()
       successor = nil
       server = 0
       return next
     }
+    TransitionRow.handOffMidBatchRunOn.reached()
     if successor == nil { successorWanted = true }
     return nil
   }
@@ -214,6 +231,8 @@ struct HandOff<Entry> {
   /// waiter was handed the checkout. Whoever ends that checkout serves next, so a chosen
   /// successor is let go (returned, to be dismissed).
   @inlinable mutating func stopServing(_ thread: UInt) -> Waiter? {
+    TransitionRow.handOffStopServing.reached()
+    TransitionRow.handOffStopServingDismissesTheSuccessor.reached(if: successor != nil)
     if server == thread { server = 0 }
     successorWanted = false
     defer { successor = nil }
@@ -225,8 +244,12 @@ struct HandOff<Entry> {
   /// the server stops (see `stopServing`). If the proxy's release happened on another
   /// thread, that thread serves now: this one stops and touches nothing of its run.
   @inlinable mutating func proxyKept(by thread: UInt) -> (goesOn: Bool, dismissed: Waiter?) {
-    guard server == thread else { return (false, nil) }
+    guard server == thread else {
+      TransitionRow.handOffProxyKeptElsewhere.reached()
+      return (false, nil)
+    }
     if handedBack {
+      TransitionRow.handOffProxyKeptHandedBack.reached()
       handedBack = false
       return (true, nil)
     }

@@ -127,7 +127,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // Dismissed: the server stopped for another reason, and whoever ends that checkout
     // serves.
     let outcome = successor.waitOrWithdraw(after: HandOffPolicy.successorPatience)
+    if outcome == .withdrawn { TransitionRow.handOffSuccessorWithdraws.reached() }
     guard outcome == .handedTheCheckout else { return }
+    TransitionRow.handOffSuccessorServes.reached()
     finishCheckout(self)
   }
 
@@ -283,6 +285,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     startedWrite()
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
+      TransitionRow.entryWrite.reached()
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
       runAsyncWrite(waiter, job)
@@ -296,6 +299,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       }
       return .ran
     case .waiter(let waiter):
+      TransitionRow.entryWaiter.reached()
       // `queued` stays set while entries remain, so that the waiter's end serves them.
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
       dismissed?.grant(checkout: false)

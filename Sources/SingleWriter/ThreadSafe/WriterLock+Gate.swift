@@ -3,6 +3,7 @@ import SingleWriterAtomics
 extension WriterLock {
   /// Asks the next `HandOffPolicy.gateSpan` closure writes to take the gate.
   @usableFromInline func wantGate() {
+    TransitionRow.gateWant.reached()
     if sw_load_relaxed(gateWanted) != HandOffPolicy.gateSpan {
       sw_store_release(gateWanted, HandOffPolicy.gateSpan)
     }
@@ -23,7 +24,8 @@ extension WriterLock {
     if wanted != 0 { sw_store_release(gateWanted, wanted &- 1) }
     assert(sw_uptr_load(gateThread) == 0, "the gate is taken twice")
     // Busy only while a woken sleeper passes through it: this write goes without.
-    guard sw_gate_trylock(gate) else { return }
+    guard sw_gate_trylock(gate) else { return TransitionRow.gateCloseBusy.reached() }
+    TransitionRow.gateClose.reached()
     sw_uptr_store(gateThread, sw_current_thread())
   }
 
@@ -40,7 +42,10 @@ extension WriterLock {
     assert(sw_uptr_load(gateThread) == sw_current_thread(), "the gate is opened by another thread")
     sw_uptr_store(gateThread, 0)
     sw_gate_unlock(gate)
-    if sw_load_relaxed(gateWanted) == 0 { sw_fetch_and(sequence, ~SW_SEQ_GATE_WANTED) }
+    TransitionRow.gateOpen.reached()
+    guard sw_load_relaxed(gateWanted) == 0 else { return }
+    TransitionRow.gateOpenClearsTheFlag.reached()
+    sw_fetch_and(sequence, ~SW_SEQ_GATE_WANTED)
   }
 
   /// For a thread about to sleep for the writer: asks the next closure writes to take the
@@ -52,6 +57,7 @@ extension WriterLock {
     let holder = sw_uptr_load(gateThread)
     guard holder != 0, holder != me else { return false }
     sw_fetch_add(gateSleeps, 1)
+    TransitionRow.gateSleep.reached()
     sw_gate_lock(gate)
     sw_gate_unlock(gate)
     return true

@@ -14,6 +14,7 @@ extension WriterLock {
   @inlinable @inline(__always) func openLend() -> UInt32 {
     let opened = LendWord(raw: sw_load_relaxed(lendWord)).opened()
     sw_store_release(lendWord, opened.raw)
+    TransitionRow.lendOpen.reached()
     return opened.generation
   }
 
@@ -22,6 +23,7 @@ extension WriterLock {
   @inlinable func resolveLend(_ generation: UInt32) {
     let resolved = LendWord(current: generation).resolved().unsafelyUnwrapped
     sw_store_release(lendWord, resolved.raw)
+    TransitionRow.lendResolve.reached()
   }
 
   /// Kept: the generation stays valid for as long as the proxy owns the checkout. Retired:
@@ -32,7 +34,10 @@ extension WriterLock {
     let (ended, _) = resolving.ended(kept: kept).unsafelyUnwrapped
     let old = LendWord(raw: sw_exchange(lendWord, ended.raw))
     assert(old.generation == generation && old.isResolving, "\(old) ended as lend \(generation)")
-    if old.hasSleepers { sw_wake_all(lendWord) }
+    (kept ? TransitionRow.lendEndKept : .lendEndRetired).reached()
+    guard old.hasSleepers else { return }
+    TransitionRow.lendEndWakes.reached()
+    sw_wake_all(lendWord)
   }
 
   /// Stops an access through a lent proxy whose lend is over: `generation` is the one the
@@ -55,6 +60,7 @@ extension WriterLock {
         spins += 1
         sw_yield_cpu()
       } else if word.hasSleepers || markSleepers(seen: &word) {
+        TransitionRow.lendWaitSleeps.reached()
         sw_wait(lendWord, word.withSleepers().unsafelyUnwrapped.raw)
       } else {
         continue  // the word changed: look at it again

@@ -75,7 +75,10 @@ struct WriterLock {
     while let (new, action) = transition(old) {
       assert(new.invariantViolation == nil, "\(old) -> \(new): \(new.invariantViolation!)")
       let found = sw_cas_value(state, old.raw, new.raw)
-      if found == old.raw { return (old, action) }
+      if found == old.raw {
+        TransitionRow.taken()
+        return (old, action)
+      }
       old.raw = found
     }
     return nil
@@ -90,7 +93,9 @@ struct WriterLock {
   ) -> Action? {
     guard let (new, action) = transition(expected) else { return nil }
     assert(new.invariantViolation == nil, "\(expected) -> \(new): \(new.invariantViolation!)")
-    return sw_cas_value(state, expected.raw, new.raw) == expected.raw ? action : nil
+    guard sw_cas_value(state, expected.raw, new.raw) == expected.raw else { return nil }
+    TransitionRow.taken()
+    return action
   }
 
   /// `update` for transitions with no action.

@@ -87,12 +87,20 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   //
   // Pure: each returns the word to install and what the caller must do next, or `nil`
   // when the event cannot happen in this state (the caller waits, or takes a slower
-  // path). None of them has side effects, so the CAS driver may call one many times.
+  // path). None of them has side effects, so the CAS driver may call one many times. In
+  // debug builds each proposes its row of the table (`TransitionRow`), which the driver
+  // counts once its compare-and-exchange installs the word.
+
+  /// This word, as the transition of `row` installs it.
+  @inlinable @inline(__always) func proposing(_ row: TransitionRow) -> WriterWord {
+    row.proposed()
+    return self
+  }
 
   /// Takes a free checkout. Free means `writer` is clear, which also means nothing is
   /// queued.
   @inlinable @inline(__always) func checkout() -> WriterWord? {
-    isCheckedOut ? nil : WriterWord(raw: raw | WriterWord.writer)
+    isCheckedOut ? nil : WriterWord(raw: raw | WriterWord.writer).proposing(.wordCheckout)
   }
 
   /// Takes the checkout and the value together, for a closure write: only with no
@@ -101,6 +109,7 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     let busy = WriterWord.writer | WriterWord.writing | ~(WriterWord.reader &- 1)
     guard raw & busy == 0 else { return nil }
     return WriterWord(raw: raw | WriterWord.writer | WriterWord.writing | dirtyIfObserved)
+      .proposing(.wordBeginClosureWrite)
   }
 
   /// What a write access by the checkout holder finds.
@@ -111,19 +120,23 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   /// ended).
   @inlinable @inline(__always) func beginAccess() -> (WriterWord, AccessAction) {
     guard isCheckedOut else { return (self, .stale) }
-    guard !isWriting, readers == 0 else { return (self, .wait) }
-    return (WriterWord(raw: raw | WriterWord.writing | dirtyIfObserved), .begun)
+    guard !isWriting, readers == 0 else { return (proposing(.wordBeginAccessWaits), .wait) }
+    return (
+      WriterWord(raw: raw | WriterWord.writing | dirtyIfObserved).proposing(.wordBeginAccess),
+      .begun
+    )
   }
 
   /// Drops the value after a write access. `true`: wake the threads sleeping on the word.
   @inlinable @inline(__always) func endAccess() -> (WriterWord, Bool) {
     assert(isWriting, "endAccess without an access")
-    return (WriterWord(raw: raw & ~(WriterWord.writing | WriterWord.waiters)), hasWaiters)
+    let next = WriterWord(raw: raw & ~(WriterWord.writing | WriterWord.waiters))
+    return (next.proposing(hasWaiters ? .wordEndAccessWakes : .wordEndAccess), hasWaiters)
   }
 
   /// Takes a reader slot, unless a write access holds the value.
   @inlinable @inline(__always) func beginRead() -> WriterWord? {
-    isWriting ? nil : WriterWord(raw: raw &+ WriterWord.reader)
+    isWriting ? nil : WriterWord(raw: raw &+ WriterWord.reader).proposing(.wordBeginRead)
   }
 
   /// Drops a reader slot. `true`: this was the last reader and threads sleep on the word.
@@ -131,27 +144,28 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     assert(readers != 0, "endRead without a reader")
     let next = raw &- WriterWord.reader
     guard next >> WriterWord.readerShift == 0, hasWaiters else {
-      return (WriterWord(raw: next), false)
+      return (WriterWord(raw: next).proposing(.wordEndRead), false)
     }
-    return (WriterWord(raw: next & ~WriterWord.waiters), true)
+    return (WriterWord(raw: next & ~WriterWord.waiters).proposing(.wordEndReadWakes), true)
   }
 
   /// Records a sleeper before it sleeps: only while there is something to wake it.
   @inlinable func markWaiters() -> WriterWord? {
     guard isWriting || readers != 0 else { return nil }
-    return WriterWord(raw: raw | WriterWord.waiters)
+    return WriterWord(raw: raw | WriterWord.waiters).proposing(.wordMarkWaiters)
   }
 
   /// Ends a checkout with nothing to serve: no queue, no observer, no parked thread.
   @inlinable @inline(__always) func endCheckout() -> WriterWord? {
     let slow = WriterWord.queued | WriterWord.observed | WriterWord.parked | WriterWord.writing
     guard raw & slow == 0, isCheckedOut else { return nil }
-    return WriterWord(raw: raw & ~WriterWord.writer)
+    return WriterWord(raw: raw & ~WriterWord.writer).proposing(.wordEndCheckout)
   }
 
   /// Ends a closure write and its checkout at once, in the common case: nothing else set.
   @inlinable @inline(__always) func endClosureWrite() -> WriterWord? {
-    raw == WriterWord.writer | WriterWord.writing ? WriterWord(raw: 0) : nil
+    raw == WriterWord.writer | WriterWord.writing
+      ? WriterWord(raw: 0).proposing(.wordEndClosureWrite) : nil
   }
 
   /// Ends an observed closure write at once when observation is the only reason it could
@@ -160,14 +174,17 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   @inlinable func endObservedClosureWrite() -> (WriterWord, Bool)? {
     let rest = raw & ~(WriterWord.observed | WriterWord.dirty)
     guard rest == WriterWord.writer | WriterWord.writing else { return nil }
-    return (WriterWord(raw: raw & WriterWord.observed), isDirty)
+    return (
+      WriterWord(raw: raw & WriterWord.observed).proposing(.wordEndObservedClosureWrite), isDirty
+    )
   }
 
   /// A write joins the hand-off, under its lock, while `queued` is clear: sets it, and
   /// takes a free checkout to serve the queue (`true`).
   @inlinable func enqueue() -> (WriterWord, Bool) {
     assert(!isQueued, "enqueue with queued set")
-    return (WriterWord(raw: raw | WriterWord.writer | WriterWord.queued), !isCheckedOut)
+    let next = WriterWord(raw: raw | WriterWord.writer | WriterWord.queued)
+    return (next.proposing(isCheckedOut ? .wordEnqueue : .wordEnqueueTakesTheWriter), !isCheckedOut)
   }
 
   /// The holder frees the checkout with the hand-off empty, under its lock. `true`: a
@@ -175,18 +192,22 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   @inlinable func release() -> (WriterWord, Bool) {
     assert(isCheckedOut && !isWriting, "release without the checkout")
     let cleared = WriterWord.writer | WriterWord.queued | WriterWord.parked
-    return (WriterWord(raw: raw & ~cleared), hasParked)
+    let next = WriterWord(raw: raw & ~cleared)
+    return (next.proposing(hasParked ? .wordReleaseWakesParked : .wordRelease), hasParked)
   }
 
   /// A `withWriter` that waited is about to park: asks the checkout's end to wake it.
   @inlinable func park() -> WriterWord? {
-    isCheckedOut ? WriterWord(raw: raw | WriterWord.parked) : nil
+    isCheckedOut ? WriterWord(raw: raw | WriterWord.parked).proposing(.wordPark) : nil
   }
 
   /// A parked `withWriter` takes the free checkout; `parked` stays, so that its end wakes
   /// any other sleeper.
   @inlinable func checkoutAfterParking() -> WriterWord? {
-    isCheckedOut ? nil : WriterWord(raw: raw | WriterWord.writer | WriterWord.parked)
+    isCheckedOut
+      ? nil
+      : WriterWord(raw: raw | WriterWord.writer | WriterWord.parked)
+        .proposing(.wordCheckoutAfterParking)
   }
 
   /// The first observer arrived: checkouts now mark themselves dirty and publish. A
@@ -194,6 +215,7 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   /// consumers wait for its end instead of reading its half-done value.
   @inlinable func observe() -> WriterWord {
     WriterWord(raw: raw | WriterWord.observed | (isCheckedOut ? WriterWord.dirty : 0))
+      .proposing(.wordObserve)
   }
 
   /// Whether the value may be part-way through a checkout: one is held and has written
@@ -202,11 +224,11 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
 
   /// The last observer left.
   @inlinable func unobserve() -> WriterWord {
-    WriterWord(raw: raw & ~(WriterWord.observed | WriterWord.dirty))
+    WriterWord(raw: raw & ~(WriterWord.observed | WriterWord.dirty)).proposing(.wordUnobserve)
   }
 
   /// The holder is about to publish: clears `dirty`. `nil` if there is nothing new.
   @inlinable func takeDirty() -> WriterWord? {
-    isDirty ? WriterWord(raw: raw & ~WriterWord.dirty) : nil
+    isDirty ? WriterWord(raw: raw & ~WriterWord.dirty).proposing(.wordTakeDirty) : nil
   }
 }

@@ -9,6 +9,7 @@
 //   sw_rwlock.h       a writer-preferring reader-writer lock
 //   sw_diagnostics.h  thread names, call stacks and symbols for race reports
 //   sw_sched.h        a deterministic scheduler for tests
+//   sw_rows.h         which rows of the hand-off's transition tables were reached
 //
 // Compile-time switches, passed as `-Xcc -D...`:
 //   SINGLEWRITER_PORTABLE_WAIT  use the parking lot even where the OS can wait on an address
@@ -21,6 +22,7 @@
 #include "sw_atomics.h"
 #include "sw_diagnostics.h"
 #include "sw_gate.h"
+#include "sw_rows.h"
 #include "sw_rwlock.h"
 #include "sw_sched.h"
 #include "sw_thread.h"

@@ -7,13 +7,20 @@
 // - `sw_wait` blocks until a wake on the same word (after a value check, as a futex
 //   does), and may be chosen to return spuriously, as the contract allows;
 // - time is virtual: `sw_monotonic_ns` advances by a fixed tick per scheduling point,
-//   and a timed wait fires once its deadline passes or no thread can run;
+//   and a timed wait fires once its deadline passes or no thread can run; the search may
+//   also jump the clock to the earliest deadline a blocked thread waits for, as if every
+//   running thread had been preempted that long, so that two deadlines can coincide (a
+//   wait that gives up racing the thread that was about to end it);
 // - `sw_yield_cpu` and `sw_yield_thread` hand the baton to another thread, so a spin
 //   loop cannot starve the thread it waits for;
 // - a thread that this layer starts for a registered thread must be registered through
 //   `sw_sched_spawn` (the layer starts none today);
 // - a schedule in which no thread can run and none waits with a deadline is a deadlock,
-//   and one longer than the step bound a livelock: both are reported as failures.
+//   and one longer than the step bound a livelock: both are reported as failures;
+// - the priority gate checks what os_unfair_lock enforces on Apple, that only the thread
+//   that took it releases it (see gate.c);
+// - a crash (an assertion, a trap) on a registered thread first prints the schedule that
+//   was running, so that it can be run again.
 // Threads that are not registered (the test runner's, Swift's concurrency pool) bypass
 // all of it, so other tests run as usual in this build mode.
 //
@@ -37,8 +44,8 @@ bool sw_sched_available(void);
 enum {
   /// PCT (Burckhardt et al.): random thread priorities, `bound - 1` random points where
   /// the running thread drops to a low priority. Each schedule has a seed of its own,
-  /// printed on failure as SINGLEWRITER_SCHED_SEED=seed/length, which runs that one
-  /// schedule again.
+  /// printed on failure as SINGLEWRITER_SCHED_SEED=seed/length/pending, which runs that
+  /// one schedule again.
   SW_SCHED_PCT = 1,
   /// Every schedule with at most `bound` preemptions (a spurious wake-up counts as one),
   /// depth first: the choices of the last schedule are replayed up to the deepest one
@@ -64,6 +71,13 @@ void sw_sched_explorer_free(sw_sched_explorer *explorer);
 void sw_sched_explorer_configure(sw_sched_explorer *explorer, uint64_t tick_ns,
                                  uint64_t step_bound, int32_t spurious_wakes,
                                  int32_t watchdog_seconds);
+
+/// At most `jumps` times per schedule (0 unless set), the search may move the clock
+/// straight to the earliest deadline that a blocked thread waits for, at any scheduling
+/// point while one does: the exhaustive search as an alternative at each such point,
+/// outside its preemption bound; PCT at random points among them, in about half its
+/// schedules. A wait that a jump ends has timed out, as the contract allows.
+void sw_sched_explorer_set_jumps(sw_sched_explorer *explorer, int32_t jumps);
 
 /// Unfair yields: `sw_yield_cpu` and `sw_yield_thread` become plain scheduling points, so
 /// that a spinning thread may keep running, as a high-priority thread spinning on one
@@ -91,6 +105,16 @@ const char *sw_sched_describe(const sw_sched_explorer *explorer);
 /// Timed waits of the last schedule that ended by timing out.
 uint32_t sw_sched_timeouts(const sw_sched_explorer *explorer);
 
+/// Jumps of the clock to a deadline in the last schedule.
+int32_t sw_sched_jumps(const sw_sched_explorer *explorer);
+
+/// Keeps the calling registered thread running through its scheduling points while
+/// `hold` (a wait that blocks still lets the others run), until called with false: for a
+/// section that a lock the scheduler cannot see makes atomic, such as a task's
+/// cancellation, whose handlers Swift's runtime runs holding the task's status lock. No-op
+/// on other threads.
+void sw_sched_hold(bool hold);
+
 /// Names a word for failure reports ("thread 1 waits on state ..."). The name is copied;
 /// the newest name given to an address wins.
 void sw_sched_name_word(const void *word, const char *name);
@@ -115,6 +139,9 @@ bool sw_sched_wait(void *word, uint32_t expected, int64_t nanoseconds);
 void sw_sched_wake(void *word, bool all);
 uint64_t sw_sched_now(void);
 bool sw_sched_spawn(void (*body)(void *), void *context);
+/// Fails the schedule with `what` (a protocol check of this layer's own); the calling
+/// thread never returns, as the threads of a failed schedule never do.
+void sw_sched_report(const char *what);
 #endif
 
 #endif

@@ -1,0 +1,175 @@
+import SingleWriterAtomics
+import Testing
+
+@testable import SingleWriter
+
+/// The async entries, with their tasks run by a `ScheduleExecutor` on one of the
+/// schedule's threads: an `await write` served in turn, a cancelled one skipped, a
+/// `checkout()` claiming the writer or losing its turn and queueing again at the front,
+/// and a `changes()` consumer woken by publications.
+extension ScheduleScenarioTests {
+  /// What a schedule's tasks leave, on the executor's thread.
+  final class Tasks: @unchecked Sendable {
+    // Sendable: touched only by tasks that run on one executor thread, and by the check
+    // once every thread has ended.
+    var finished = 0
+    var values: [Int] = []
+  }
+
+  /// An `await write` and an `await writeUnlessCancelled` queue behind a held proxy, and a
+  /// third task cancels the second, racing the release that serves them: the first is run
+  /// by the serving thread, in turn; the second is skipped if cancelled before its turn,
+  /// and runs otherwise. Either way each task ends, and every write runs once.
+  @Test func asyncWritesAreServedInTurnOrSkippedOnceCancelled() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    Scheduler.check(
+      pct: 300, exhaustive: 1_000, reaches: [.entryAsyncWrite, .entryCancelledSkipped]
+    ) {
+      let container = Self.makeContainer()
+      sw_store_release(container.lock.spinRounds, 0)  // async writes queue without spinning
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let tasks = Tasks()
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            journal.leave()
+            held.strong = nil
+          },
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              await container.write {
+                journal.enter("T.1")
+                $0 += 1
+                journal.leave()
+              }
+              tasks.finished += 1
+            }
+            let cancellable = Task(executorPreference: executor) {
+              try? await container.writeUnlessCancelled {
+                journal.enter("T.2")
+                $0 += 1
+                journal.leave()
+              }
+              tasks.finished += 1
+            }
+            Task(executorPreference: executor) {
+              // The runtime runs the cancellation handler holding the task's status lock,
+              // which a thread resuming that task waits for: a lock the scheduler cannot
+              // see, so the cancellation is one step for it, racing the server's turn.
+              sw_sched_hold(true)
+              cancellable.cancel()
+              sw_sched_hold(false)
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 3 }
+          },
+        ],
+        check: {
+          let expected = ["A.0", "T.1"] + (journal.events.contains("T.2") ? ["T.2"] : [])
+          return Self.finalCheck(container, journal, ran: expected)
+        })
+    }
+  }
+
+  /// A task's `checkout()` queues behind a held proxy while another thread queues two
+  /// writes. Its turn comes when the proxy is released: the server wakes it and waits
+  /// about a millisecond for its claim, then hands it the writer; or, when the clock jumps
+  /// past that millisecond, the offer expires, the server serves on, and the task queues
+  /// again at the front. A release before the task queues lets its own enqueue take the
+  /// writer. Every schedule ends with the task's write and the others', once each.
+  @Test func aCheckoutClaimsTheWriterOrQueuesAgainAtTheFront() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    Scheduler.check(
+      pct: 500, exhaustive: 2_000,
+      reaches: [
+        .entryCheckoutClaimed, .entryCheckoutExpired, .handOffArriveAtTheFront,
+        .handOffArriveCheckoutTakesTheWriter,
+      ]
+    ) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let tasks = Tasks()
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            journal.leave()
+            held.strong = nil
+          },
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              if let writer = try? await container.checkout() {
+                Self.write(writer, journal, "T.1")
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            for event in ["B.1", "B.2"] {
+              container.writeNext {
+                Self.write($0, journal, event)
+                sw_yield_thread()  // the task may run meanwhile, and find the writer busy
+              }
+            }
+          },
+        ],
+        check: { Self.finalCheck(container, journal, ran: ["A.0", "T.1", "B.1", "B.2"]) })
+    }
+  }
+
+  /// A task iterates `changes()` while another thread writes twice: the consumer sleeps
+  /// between values, and the end of each write publishes, which wakes it. It sees the
+  /// value rise to 2, never goes back, and misses no publication (a missed one leaves it
+  /// asleep for good: a deadlock); some schedules must wake it from its sleep.
+  @Test func aChangesConsumerIsWokenByEachPublication() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    var woken = 0
+    Scheduler.check(
+      pct: 500, exhaustive: 2_000,
+      reaches: [.wordObserve, .wordEndObservedClosureWrite, .wordTakeDirty, .wordUnobserve]
+    ) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      let tasks = Tasks()
+      return Scheduler.Run(
+        threads: [
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              for await value in container.changes() {
+                tasks.values.append(value)
+                if value == 2 { break }
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            container.withWriter {
+              journal.enter("W.1")
+              $0 += 1
+              journal.leave()
+            }
+            Self.queue(container, journal, "W.2")
+          },
+        ],
+        check: {
+          if container.hub.withLock({ container.hub.wakeCount }) != 0 { woken += 1 }
+          if tasks.values.last != 2 || tasks.values != tasks.values.sorted() {
+            return "the consumer saw \(tasks.values)"
+          }
+          if container.isObserved { return "still observed after the consumer left" }
+          return Self.finalCheck(container, journal, ran: ["W.1", "W.2"])
+        })
+    }
+    #expect(woken > 0, "no schedule woke the consumer from its sleep")
+  }
+}
