@@ -75,6 +75,58 @@ extension ScheduleScenarioTests {
     }
   }
 
+  /// A `writeUnlessCancelled` cancelled from another thread while it queues: the
+  /// cancellation lands before its entry is queued (the task resumes itself and never
+  /// queues), while it waits (the server skips its entry), or after its turn (its write
+  /// runs). Every schedule ends with the holder's write and, at most once, the task's.
+  @Test func aTaskCancelledAsItQueuesNeverQueues() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    final class Handle: @unchecked Sendable {
+      // Sendable: the scheduler orders every access, as for ScheduleBox.
+      var task: Task<Void, Never>?
+    }
+    Scheduler.check(pct: 300, exhaustive: 1_000, reaches: [.taskCancelNew]) {
+      let container = Self.makeContainer()
+      sw_store_release(container.lock.spinRounds, 0)  // async writes queue without spinning
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let tasks = Tasks()
+      let handle = Handle()
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            journal.leave()
+            held.strong = nil
+          },
+          {
+            let executor = ScheduleExecutor()
+            handle.task = Task(executorPreference: executor) {
+              try? await container.writeUnlessCancelled {
+                journal.enter("T.1")
+                $0 += 1
+                journal.leave()
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            while handle.task == nil { sw_yield_thread() }
+            // One step for the scheduler, as in `asyncWritesAreServedInTurnOrSkipped…`.
+            sw_sched_hold(true)
+            handle.task!.cancel()
+            sw_sched_hold(false)
+          },
+        ],
+        check: {
+          let expected = ["A.0"] + (journal.events.contains("T.1") ? ["T.1"] : [])
+          return Self.finalCheck(container, journal, ran: expected)
+        })
+    }
+  }
+
   /// A task's `checkout()` queues behind a held proxy while another thread queues two
   /// writes. Its turn comes when the proxy is released: the server wakes it and waits
   /// about a millisecond for its claim, then hands it the writer; or, when the clock jumps

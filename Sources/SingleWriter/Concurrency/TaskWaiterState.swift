@@ -41,6 +41,19 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     case finish
   }
 
+  @inlinable func row(_ event: Event) -> TransitionRow {
+    switch event {
+    case .queue: .taskQueue
+    case .cancel: self == .new ? .taskCancelNew : .taskCancelWaiting
+    case .reach: .taskReach
+    case .finish: .taskFinish
+    case .claim: .taskClaim
+    case .expire: .taskExpire
+    case .handOver: .taskHandOver
+    case .handOverUnclaimed: .taskHandOverUnclaimed
+    }
+  }
+
   @inlinable func after(_ event: Event) -> TaskWaiterState? {
     switch (self, event) {
     case (.new, .queue): .waiting

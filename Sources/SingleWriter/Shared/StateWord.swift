@@ -8,6 +8,9 @@ protocol StateWord: RawRepresentable, Equatable, Sendable where RawValue == UInt
   associatedtype Event
   /// The state `event` moves this one to, or `nil` if `event` cannot happen here.
   func after(_ event: Event) -> Self?
+  /// The row of the article's table that `event` takes from this state, for the
+  /// scheduler's row coverage.
+  func row(_ event: Event) -> TransitionRow
 }
 
 extension UnsafeMutablePointer where Pointee == sw_atomic_u32 {
@@ -25,7 +28,10 @@ extension UnsafeMutablePointer where Pointee == sw_atomic_u32 {
     var old: State = state()
     while let new = old.after(event) {
       var expected = old.rawValue
-      if sw_cas(self, &expected, new.rawValue) { return old }
+      if sw_cas(self, &expected, new.rawValue) {
+        old.row(event).reached()
+        return old
+      }
       guard let found = State(rawValue: expected) else {
         preconditionFailure("\(State.self) \(expected)")
       }

@@ -113,6 +113,21 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case gateOpenClearsTheFlag
   case gateSleep
 
+  // MARK: The waiters (WaiterState, TaskWaiterState), counted by their driver
+
+  case waiterGrant
+  case waiterDismiss
+  case waiterWithdraw
+  case taskQueue
+  case taskCancelNew
+  case taskCancelWaiting
+  case taskReach
+  case taskFinish
+  case taskClaim
+  case taskExpire
+  case taskHandOver
+  case taskHandOverUnclaimed
+
   /// Counts this row as reached: for a transition that cannot be undone once decided.
   @inlinable @inline(__always) func reached() {
     #if DEBUG

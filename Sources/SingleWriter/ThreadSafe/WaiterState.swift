@@ -22,6 +22,14 @@ enum WaiterState: UInt32, StateWord, CaseIterable {
     case withdraw
   }
 
+  @inlinable func row(_ event: Event) -> TransitionRow {
+    switch event {
+    case .grant: .waiterGrant
+    case .dismiss: .waiterDismiss
+    case .withdraw: .waiterWithdraw
+    }
+  }
+
   @inlinable func after(_ event: Event) -> WaiterState? {
     guard self == .waiting else { return nil }
     switch event {
