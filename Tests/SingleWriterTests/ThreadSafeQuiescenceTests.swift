@@ -19,7 +19,8 @@ extension ThreadSafeSingleWriterTests {
     var held = box.writer
     box.writeNext { proxy in
       proxy.write.append("outer")
-      Thread.sleep(forTimeInterval: 0.003)  // past the server's millisecond
+      // Well past the server's slice.
+      Thread.sleep(forTimeInterval: 3 * Double(HandOffPolicy.servingSlice) / 1e9)
       box.writeNext { $0.write.append("nested") }
     }
     let producer = Repeating { box.writeNext { $0.write.append("other") } }
