@@ -257,11 +257,11 @@ func writeNextFromAnotherThread<Value: Sendable>(
 /// Lets `queue` queue writes behind `box`'s writer, held here (the gate armed first when
 /// `gated`), then releases it: this thread serves them, holding the gate if armed.
 func serveQueued(_ box: ThreadSafeSingleWriter<Int>, gated: Bool = false, _ queue: () -> Void) {
-  var held = box.writer
+  let held = box.writer
+  precondition(held != nil, "the writer was not free")
   if gated { box.lock.wantGate() }
-  queue()
-  held = nil
-  _ = held
+  // Pinned: in release builds ARC could end the checkout before `queue` runs otherwise.
+  withExtendedLifetime(held) { queue() }
 }
 
 /// A task that checks `box` out and adds `amount` through the proxy: true if it got the

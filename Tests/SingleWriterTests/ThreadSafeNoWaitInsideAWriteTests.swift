@@ -84,7 +84,10 @@ extension ThreadSafeSingleWriterTests {
       serveQueued(box) {
         let last = CallsBack(box)
         box.writeNext { [last] proxy in withExtendedLifetime(last) { proxy.write += 1 } }
+        precondition(box.queuedWrites == 1, "the write did not queue: the checkout was not held")
       }
+      attackErr("returned, value \(box.read)\n")
+      exit(1)
     }
     expectStop(result, saying: "would wait forever")
   }
@@ -105,9 +108,10 @@ extension ThreadSafeSingleWriterHostileTests {
       serveQueued(box) {
         let holder = HoldsProxyThenCallsBack(box)
         box.writeNext { [holder] proxy in holder.proxy = proxy }
+        precondition(box.queuedWrites == 1, "the write did not queue: the checkout was not held")
       }
       attackErr("returned, value \(box.read)\n")
-      exit(0)
+      exit(1)
     }
     expectStop(result, saying: "would wait forever")
   }
