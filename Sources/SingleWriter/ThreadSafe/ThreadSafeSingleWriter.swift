@@ -108,7 +108,8 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// it: `await write` and `checkout()` suspend as before, and a `withWriter` that queued
   /// waits in its own thread. Since a `writeNext` may now wait for the queued bodies to
   /// run, a queued body must not wait for a thread that calls `writeNext` on this
-  /// container.
+  /// container; and in async code, where waiting blocks a thread of the cooperative pool
+  /// that a task holding the checkout may need in order to release it, use `await write`.
   @inlinable
   public convenience init(value: consuming sending Value, maxQueuedWrites: Int) {
     precondition(maxQueuedWrites > 0, "maxQueuedWrites must be at least 1")
