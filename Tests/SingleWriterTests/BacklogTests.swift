@@ -68,6 +68,23 @@ import Testing
     #expect(await drained.value == Array(0..<100))
   }
 
+  /// `drained()` waits whatever the task's cancellation, as `await write` does: a task
+  /// cancelled while it waits still returns only after the writes queued before it ran.
+  @Test func aCancelledDrainStillWaitsForTheWritesAheadOfIt() async {
+    let box = ThreadSafeSingleWriter(value: [Int]())
+    let held = Locked(box.writer)
+    for value in 0..<10 { box.writeNext { $0.write.append(value) } }
+    let drained = Task.detached {
+      await box.drained()
+      return box.read
+    }
+    drained.cancel()
+    try? await Task.sleep(for: .milliseconds(20))
+    #expect(box.queuedWrites == 10, "the cancelled drain ran nothing and took nothing")
+    held.withLock { $0 = nil }
+    #expect(await drained.value == Array(0..<10))
+  }
+
   @Test func drainedReturnsAtOnceWithNothingQueuedEvenWhileAProxyIsHeldElsewhere() async {
     let box = ThreadSafeSingleWriter(value: 0)
     await box.drained()
