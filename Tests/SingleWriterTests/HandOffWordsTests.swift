@@ -100,9 +100,9 @@ import Testing
   /// A table of the waiters' transitions, written as the article gives it.
   static let taskTable: [TaskWaiterState: [TaskWaiterState.Event: TaskWaiterState]] = [
     .new: [.queue: .waiting, .cancel: .cancelled],
-    .waiting: [.cancel: .cancelled, .reach: .granted, .handOverUnclaimed: .handed],
-    .granted: [.claim: .claimed, .expire: .expired, .finish: .done],
-    .claimed: [.handOver: .handed],
+    .waiting: [.cancel: .cancelled, .reach: .granted, .offer: .offered],
+    .granted: [.finish: .done],
+    .offered: [.claim: .claimed, .expire: .expired],
   ]
 
   static let waiterTable: [WaiterState: [WaiterState.Event: WaiterState]] = [

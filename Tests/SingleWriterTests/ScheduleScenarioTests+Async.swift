@@ -5,8 +5,8 @@ import Testing
 
 /// The async entries, with their tasks run by a `ScheduleExecutor` on one of the
 /// schedule's threads: an `await write` served in turn, a cancelled one skipped, a
-/// `checkout()` claiming the writer or losing its turn and queueing again at the front,
-/// and a `changes()` consumer woken by publications.
+/// `checkout()` handed the writer at its turn, and a `changes()` consumer woken by
+/// publications.
 extension ScheduleScenarioTests {
   /// What a schedule's tasks leave, on the executor's thread.
   final class Tasks: @unchecked Sendable {
@@ -128,18 +128,19 @@ extension ScheduleScenarioTests {
   }
 
   /// A task's `checkout()` queues behind a held proxy while another thread queues two
-  /// writes. Its turn comes when the proxy is released: the server wakes it and waits
-  /// about a millisecond for its claim, then hands it the writer; or, when the clock jumps
-  /// past that millisecond, the offer expires, the server serves on, and the task queues
-  /// again at the front. A release before the task queues lets its own enqueue take the
-  /// writer. Every schedule ends with the task's write and the others', once each.
-  @Test func aCheckoutClaimsTheWriterOrQueuesAgainAtTheFront() {
+  /// writes, and a second task cancels the first, racing the turn. At its turn the server
+  /// hands the task the writer as it sleeps, and stops serving: the proxy's release serves
+  /// the rest. A release before the task queues lets its own enqueue take the writer; a
+  /// cancellation before the turn makes it throw, and the server skips its entry. Every
+  /// schedule ends with the others' writes once each and the task's at most once, and
+  /// with every task ended: a hand-over lost to the cancellation would hang it.
+  @Test func aCheckoutIsHandedTheWriterAtItsTurnUnlessCancelledFirst() {
     guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
     Scheduler.check(
       pct: 500, exhaustive: 2_000,
       reaches: [
-        .entryCheckoutClaimed, .entryCheckoutExpired, .handOffArriveAtTheFront,
-        .handOffArriveCheckoutTakesTheWriter,
+        .entryCheckout, .entryCancelledSkipped, .handOffArriveCheckoutTakesTheWriter,
+        .taskCancelWaiting,
       ]
     ) {
       let container = Self.makeContainer()
@@ -156,13 +157,20 @@ extension ScheduleScenarioTests {
           },
           {
             let executor = ScheduleExecutor()
-            Task(executorPreference: executor) {
+            let checkout = Task(executorPreference: executor) {
               if let writer = try? await container.checkout() {
                 Self.write(writer, journal, "T.1")
               }
               tasks.finished += 1
             }
-            executor.run { tasks.finished == 1 }
+            Task(executorPreference: executor) {
+              // One step for the scheduler, as in `asyncWritesAreServedInTurnOrSkipped…`.
+              sw_sched_hold(true)
+              checkout.cancel()
+              sw_sched_hold(false)
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 2 }
           },
           {
             for event in ["B.1", "B.2"] {
@@ -173,7 +181,63 @@ extension ScheduleScenarioTests {
             }
           },
         ],
-        check: { Self.finalCheck(container, journal, ran: ["A.0", "T.1", "B.1", "B.2"]) })
+        check: {
+          let ran = journal.events.contains("T.1")
+          return Self.finalCheck(
+            container, journal, ran: ["A.0"] + (ran ? ["T.1"] : []) + ["B.1", "B.2"])
+        })
+    }
+  }
+
+  /// A task's `checkout()` queues behind a held proxy, and another thread's `withWriter`
+  /// blocks behind both. At the release the checkout is offered to the task as it
+  /// sleeps; the task claims it when it runs, or, when the clock jumps past the claim
+  /// window first, the blocked `withWriter` takes it back, serves itself, and the task
+  /// queues again at the front. Either way both write once and nothing waits forever:
+  /// a `withWriter` waiting for a task that never gets a thread is what this prevents.
+  @Test func aBlockedWithWriterTakesBackACheckoutItsTaskLeftUnclaimed() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    // Two jumps of the clock: past the `withWriter`'s bound on being overtaken, so that it
+    // queues, and past the claim window while the executor's thread is not scheduled.
+    Scheduler.check(
+      pct: 2_000, exhaustive: 2_000, deadlineJumps: 3,
+      reaches: [.entryCheckout, .entryWaiter, .taskClaim, .taskExpire, .handOffArriveAtTheFront]
+    ) {
+      let container = Self.makeContainer()
+      sw_store_release(container.lock.spinRounds, 0)  // the `withWriter` parks at once
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let tasks = Tasks()
+      journal.enter("A.0")
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 1
+            // Held for 20 µs of virtual time, as on a core of its own: the `withWriter`
+            // spins out its budget meanwhile and parks.
+            Self.spin(nanoseconds: 20_000, yielding: true)
+            journal.leave()
+            held.strong = nil
+          },
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              if let writer = try? await container.checkout() {
+                Self.write(writer, journal, "T.1")
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            container.withWriter {
+              journal.enter("C.1")
+              $0 += 1
+              journal.leave()
+            }
+          },
+        ],
+        check: { Self.finalCheck(container, journal, ran: ["A.0", "T.1", "C.1"]) })
     }
   }
 

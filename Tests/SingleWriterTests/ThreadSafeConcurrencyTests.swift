@@ -49,7 +49,7 @@ import Testing
 }
 
 extension ThreadSafeSingleWriterTests {
-  // MARK: An await never blocks, FIFO, A woken checkout claims (Promises.md)
+  // MARK: An await never blocks, FIFO, A checkout is handed over (Promises.md)
 
   @Test func waitsOfEveryKindMixedOnTheCooperativePoolNeverDeadlock() async {
     // An `await write` queued behind a held writer, then `withWriter` from as many tasks
@@ -93,7 +93,7 @@ extension ThreadSafeSingleWriterTests {
     for task in 0..<8 { #expect(result[task] == Array(0..<2_000)) }
   }
 
-  @Test func aCheckoutWokenAtItsTurnTakesTheWriterWithoutBeingHandedIt() async throws {
+  @Test func aCheckoutAtItsTurnIsHandedTheWriterAheadOfTheWritesQueuedAfterIt() async throws {
     let box = ThreadSafeSingleWriter(value: [String]())
     let held = Locked(box.writer)
     let checkout = Task { () -> Void in
@@ -108,10 +108,37 @@ extension ThreadSafeSingleWriterTests {
     #expect(box.read.count == 2)
     #expect(Set(box.read) == ["checkout", "after"])
   }
+
+  /// The release that reaches a `checkout()` hands it the writer and returns at once,
+  /// though the task cannot run: its executor runs nothing until the test says so. The
+  /// write queued after the checkout waits for the task's release, then runs there.
+  @Test func aReleaseHandsACheckoutOverWithoutWaitingForItsTaskToRun() async throws {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let held = Locked(box.writer)
+    let executor = ScheduleExecutor()
+    let finished = Locked(false)
+    let task = Task(executorPreference: executor) {
+      let proxy = try await box.checkout()
+      proxy.write.append("checkout")
+      finished.withLock { $0 = true }
+    }
+    // Runs the task up to its suspension in the queue, then stops running it.
+    await runOnThread(stackSize: 1 << 20) { executor.run { box.pendingCount == 1 } }
+    box.writeNext { $0.write.append("after") }
+    held.withLock { $0 = nil }  // returns: it never waits for the task
+    #expect(box.read.isEmpty)
+    #expect(box.queuedWrites == 1)
+    #expect(box.writer == nil)  // the task holds it, asleep
+    await runOnThread(stackSize: 1 << 20) { executor.run { finished.withLock { $0 } } }
+    try await task.value
+    await waitUntil { box.writer != nil }
+    #expect(box.read == ["checkout", "after"])
+  }
 }
 
 extension ThreadSafeSingleWriterHostileTests {
-  // MARK: A woken checkout claims (Promises.md): queued async bodies, a stream of writeNext
+  // MARK: A checkout is handed over (Promises.md): queued async bodies, a stream of writeNext
 
   @Test func writeNextInsideAQueuedAsyncBodyRunsAfterIt() async throws {
     let box = ThreadSafeSingleWriter(value: [Int]())

@@ -16,7 +16,7 @@ import Testing
 // - ThreadSafeQuiescenceTests.swift: Quiescence, A release pays its debts, Serving is
 //   bounded, writeNext never waits;
 // - ThreadSafeConcurrencyTests.swift: await write, checkout() and changes(): An await
-//   never blocks, FIFO, A woken checkout claims, Newest, Streams end;
+//   never blocks, FIFO, A checkout is handed over, Newest, Streams end;
 // - ThreadSafeCancellationTests.swift: Cancellation;
 // - ThreadSafeReadTests.swift: Whole reads, Writers not starved by readers;
 // - ThreadSafeGateTests.swift and ThreadSafeGateStressTests.swift: The gate.

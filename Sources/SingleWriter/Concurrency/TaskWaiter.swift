@@ -33,43 +33,4 @@ final class TaskWaiter: @unchecked Sendable {
   @usableFromInline func cancel() -> TaskWaiterState? {
     state.apply(.cancel, as: TaskWaiterState.self)
   }
-
-  /// The server, having woken a `checkout()`: waits up to `nanoseconds` for the task to run
-  /// and claim the writer. `true` if it did; `false` if the offer expired first, and the
-  /// task will compete for the writer later.
-  @usableFromInline func awaitClaim(upTo nanoseconds: UInt64) -> Bool {
-    let deadline = sw_monotonic_ns() &+ nanoseconds
-    while true {
-      if current == .claimed { return true }
-      let now = sw_monotonic_ns()
-      if now >= deadline { return !apply(.expire) }
-      _ = sw_wait_for(state, TaskWaiterState.granted.rawValue, Int64(deadline &- now))
-    }
-  }
-
-  /// The woken task: claims the writer, and blocks the few instructions it takes the
-  /// server, which is waiting for this, to hand it over. `false` if the offer expired.
-  @usableFromInline func claim() -> Bool {
-    if current == .handed { return true }  // see handOverUnclaimed
-    guard apply(.claim) else { return false }
-    sw_wake_all(state)
-    while current != .handed { sw_wait(state, TaskWaiterState.claimed.rawValue) }
-    return true
-  }
-
-  /// The task's own enqueue took the free checkout for it: it is the task's before the
-  /// task suspends, with no claim (the thread running that enqueue is the task's own).
-  /// `false` if the task was cancelled first: the checkout is then the caller's to end.
-  @usableFromInline func handOverUnclaimed() -> Bool {
-    guard apply(.handOverUnclaimed) else { return false }
-    continuation.take().unsafelyUnwrapped.resume(returning: true)
-    return true
-  }
-
-  /// The server hands the checkout to a task that claimed it.
-  @usableFromInline func handOver() {
-    let handed = apply(.handOver)
-    assert(handed, "handed over with no claim")
-    sw_wake_all(state)
-  }
 }

@@ -8,16 +8,18 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
   case new
   /// Queued, with its continuation stored.
   case waiting
-  /// Reached by the queue: its write runs now, or the task was woken to claim the writer.
+  /// Reached by the queue: its write runs now.
   case granted
   /// Cancelled while new or waiting (only a wait that gives up on cancellation).
   case cancelled
-  /// A woken `checkout()` runs and asks for the writer; the server hands it over.
+  /// A `checkout()` was handed the writer while its task sleeps: it holds it, not yet
+  /// claimed.
+  case offered
+  /// The task ran and claimed the writer it was offered: it holds it for good.
   case claimed
-  /// The server stopped waiting for the claim: the task queues again, at the front.
+  /// A thread blocked in `withWriter` took the writer back from an offer that its task,
+  /// still not running, left unclaimed for a while: the task queues again, at the front.
   case expired
-  /// A `checkout()` owns the writer now.
-  case handed
   /// An async write's body ran on the serving thread; the value is whole again.
   case done
 
@@ -27,16 +29,15 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     case queue
     /// The task was cancelled: before it queued, or while it waits.
     case cancel
-    /// The server reached the entry.
+    /// The server reached an async write's or a `drained()` entry.
     case reach
-    /// The woken `checkout()` task asks for the writer.
+    /// The server reached a `checkout()`'s entry, or the task's own enqueue took the free
+    /// writer: the writer is offered to the task.
+    case offer
+    /// The task runs and claims the writer it was offered.
     case claim
-    /// The server's claim window ran out.
+    /// A thread blocked in `withWriter` takes back an offer left unclaimed too long.
     case expire
-    /// The server hands the writer to a task that claimed it.
-    case handOver
-    /// The task's own enqueue took the free writer: it is handed over with no claim.
-    case handOverUnclaimed
     /// The server ran an async write's body.
     case finish
   }
@@ -47,10 +48,9 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     case .cancel: self == .new ? .taskCancelNew : .taskCancelWaiting
     case .reach: .taskReach
     case .finish: .taskFinish
+    case .offer: .taskOffer
     case .claim: .taskClaim
     case .expire: .taskExpire
-    case .handOver: .taskHandOver
-    case .handOverUnclaimed: .taskHandOverUnclaimed
     }
   }
 
@@ -59,9 +59,9 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     case (.new, .queue): .waiting
     case (.new, .cancel), (.waiting, .cancel): .cancelled
     case (.waiting, .reach): .granted
-    case (.granted, .claim): .claimed
-    case (.granted, .expire): .expired
-    case (.claimed, .handOver), (.waiting, .handOverUnclaimed): .handed
+    case (.waiting, .offer): .offered
+    case (.offered, .claim): .claimed
+    case (.offered, .expire): .expired
     case (.granted, .finish): .done
     default: nil
     }

@@ -215,38 +215,40 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// writer.write.token = try await refreshToken()  // others queue meanwhile
   /// ```
   ///
-  /// When its turn comes the task is woken, and the thread serving the queue waits about
-  /// a millisecond for it to run and claim the writer, which it then hands over, ahead of
-  /// the writes queued after it. A task that is not running by then waits again at the
-  /// front of the queue: a suspended task never holds up the threads that wait for the
-  /// writer for longer than that. Throws `CancellationError`, without checking out, if the
-  /// task is cancelled while waiting.
+  /// At its turn the writer is handed to the task while it still sleeps, as an actor's
+  /// turn is: no thread waits for the task to run, and the writes queued after it wait
+  /// for its proxy's release, which serves them. Only a thread blocked in `withWriter`
+  /// may take the writer back, from a task still not running a millisecond later, so
+  /// that threads blocked in `withWriter` never wait for a task that needs one of them
+  /// to run; that task then waits again, at the front of the queue. Throws
+  /// `CancellationError`, without checking out, if the task is cancelled while it waits;
+  /// a task cancelled once the writer was handed to it gets the proxy.
   ///
   /// In debug builds' lock-order checking (see ``RaceDetector``) the checkout is ordered
   /// after those this task holds, and held by this task until the proxy is released; the
   /// defaulted `fileID`, `function` and `line` name the caller.
   ///
-  /// Holding the proxy across an `await` keeps every other writer waiting, as intended;
-  /// while it is held, do not block every thread of the cooperative pool in `withWriter`
-  /// on this container (use `await write`), or the task holding it cannot resume.
+  /// From its turn until the proxy is released, including any `await` it is held across,
+  /// every other writer waits, as intended: meanwhile, do not block every thread of the
+  /// cooperative pool in `withWriter` on this container (use `await write`), or the task
+  /// holding it cannot run.
   public func checkout(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
   ) async throws -> ThreadSafeWriterProxy<Value> {
     #if DEBUG
       LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
     #endif
-    var atFront = false
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
+    var atFront = false
     while !lock.tryCheckout(as: 0) {
       let waiter = TaskWaiter()
       guard
         await waitForTurn(
-          unlessCancelled: true, atFront: atFront, waiter: waiter,
-          { .checkout($0) })
+          unlessCancelled: true, atFront: atFront, waiter: waiter, { .checkout($0) })
       else { throw CancellationError() }
-      // Woken at its turn: the server waits a little for this claim, then hands it over.
-      if waiter.claim() { break }
+      // Offered the writer as it slept: it is this task's unless taken back meanwhile.
+      if lock.withHandOffLock({ handOff.pointee.claim(waiter) }) { break }
       atFront = true
     }
     sw_uptr_store(lock.checkoutTask, sw_current_task())

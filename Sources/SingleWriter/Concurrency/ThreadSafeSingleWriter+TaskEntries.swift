@@ -17,28 +17,43 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
   }
 
-  /// A `checkout()`'s turn: the task is woken, not handed the writer while it sleeps, since
-  /// a task that is not running must not hold up the threads that wait for the writer.
-  /// This thread waits up to `HandOffPolicy.claimWindow` for it to run and claim the
-  /// writer, which it then hands over (`true`); after that the task competes for the
-  /// writer, at the front of the queue, and this thread serves on (`false`).
+  /// A `checkout()`'s turn, or its enqueue that took the free checkout: the checkout is
+  /// offered to the task as it sleeps, and the serving thread (`stoppingServing`) stops,
+  /// as for a waiting `withWriter`, without waiting for the task to run. The task claims
+  /// it when it runs, and its proxy's release serves what is queued after it. `false` if
+  /// the task was cancelled first: the checkout is still the caller's.
+  ///
+  /// Until the task claims it, a thread blocked in `withWriter` may take it back (see
+  /// `takeBackStaleOffer`): that is what keeps a task that needs a thread from being
+  /// waited for by every thread of the cooperative pool.
   @inlinable
-  func offerCheckout(to waiter: TaskWaiter, _ me: UInt) -> Bool {
-    guard waiter.apply(.reach) else {
-      TransitionRow.entryCancelledSkipped.reached()
-      return false
+  func offerCheckout(to waiter: TaskWaiter, stoppingServing server: UInt?) -> Bool {
+    let now = sw_monotonic_ns()
+    let (offered, dismissed) = lock.withHandOffLock { () -> (Bool, Waiter?) in
+      guard handOff.pointee.offer(to: waiter, at: now) else { return (false, nil) }
+      return (true, server.flatMap { handOff.pointee.stopServing($0) })
     }
-    waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
-    guard waiter.awaitClaim(upTo: HandOffPolicy.claimWindow) else {
-      TransitionRow.entryCheckoutExpired.reached()
-      return false
-    }
-    TransitionRow.entryCheckoutClaimed.reached()
-    let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
+    guard offered else { return false }
     dismissed?.grant(checkout: false)
     sw_uptr_store(lock.checkoutThread, 0)
     lock.openGateIfClosed()
-    waiter.handOver()
+    // Last: once resumed, the task may claim and release the checkout at once.
+    waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
+    return true
+  }
+
+  /// A thread blocked in `withWriter` behind an offer that its task has left unclaimed for
+  /// `HandOffPolicy.claimWindow`: takes the checkout back and ends it as the task would
+  /// have, serving the queue, which reaches this thread's own entry. `true` if it did; the
+  /// task then queues again, at the front, when it runs.
+  func takeBackStaleOffer() -> Bool {
+    let now = sw_monotonic_ns()
+    guard
+      lock.withHandOffLock({
+        handOff.pointee.takeBack(unclaimedFor: HandOffPolicy.claimWindow, at: now)
+      })
+    else { return false }
+    finishCheckoutNow()
     return true
   }
 }

@@ -55,6 +55,10 @@ struct HandOff<Entry> {
   @usableFromInline var successorWanted = false
   /// The thread that takes over serving, blocked until the server's batch ends.
   @usableFromInline var successor: Waiter?
+  /// A `checkout()` handed the checkout while its task sleeps, until the task claims it
+  /// or a blocked `withWriter` takes it back; and when it was offered.
+  @usableFromInline var offer: TaskWaiter?
+  @usableFromInline var offeredAt: UInt64 = 0
 
   @inlinable init() {}
 
@@ -75,8 +79,8 @@ struct HandOff<Entry> {
     }
   }
 
-  /// `thread` queues `entry`, at the back, or at the front for a task whose turn came
-  /// and that lost the writer to a running thread. Only a thread that waits for the
+  /// `thread` queues `entry`, at the back, or at the front for a `checkout()` whose turn
+  /// came and whose offer was taken back before its task ran. Only a thread that waits for the
   /// call's return (`mayServe`: `writeNext`, `withWriter`) may be chosen to take over
   /// serving; a task's entry never is, since its thread must not serve before it suspends.
   /// `holding`: `thread` holds the checkout now, so the write is its own debt.
@@ -119,10 +123,9 @@ struct HandOff<Entry> {
     return Arrival(setQueued: !queued, yield: yield, successor: chosen)
   }
 
-  /// A task's `checkout()` queued and found the checkout free, so took it (`Arrival`'s
-  /// `setQueued`): its entry, first in the inbox, is taken out, and the task holds the
-  /// checkout. It is handed over at once, since no thread can wait for the task's claim
-  /// while it runs the task's own enqueue.
+  /// A `checkout()` or `writeNext` queued and found the checkout free, so took it
+  /// (`Arrival`'s `setQueued`): its entry, first in the inbox, is taken out, to be offered
+  /// to the task or run in place.
   @inlinable mutating func takeOwnEntry() {
     TransitionRow.handOffArriveCheckoutTakesTheWriter.reached()
     _ = inbox.popFirst()
@@ -254,5 +257,36 @@ struct HandOff<Entry> {
       return (true, nil)
     }
     return (false, stopServing(thread))
+  }
+
+  // MARK: Offers to `checkout()`
+
+  /// Offers the checkout, which the caller holds, to `task`, asleep in `checkout()`.
+  /// `false` if the task was cancelled first.
+  @inlinable mutating func offer(to task: TaskWaiter, at now: UInt64) -> Bool {
+    assert(offer == nil, "two offers at once")
+    guard task.apply(.offer) else { return false }
+    offer = task
+    offeredAt = now
+    return true
+  }
+
+  /// The woken task claims what it was offered: `false` if it was taken back meanwhile.
+  @inlinable mutating func claim(_ task: TaskWaiter) -> Bool {
+    guard offer === task else { return false }
+    offer = nil
+    let claimed = task.apply(.claim)
+    assert(claimed, "an offer held by a task that is not offered it")
+    return true
+  }
+
+  /// A thread blocked in `withWriter`: takes the checkout back from an offer its task has
+  /// left unclaimed for `window` nanoseconds. `true` if it did: it holds the checkout now.
+  @inlinable mutating func takeBack(unclaimedFor window: UInt64, at now: UInt64) -> Bool {
+    guard let task = offer, now &- offeredAt >= window else { return false }
+    offer = nil
+    let expired = task.apply(.expire)
+    assert(expired, "an offer held by a task that is not offered it")
+    return true
   }
 }

@@ -16,9 +16,9 @@ enum HandOffPolicy {
   /// withdraws: a batch still running then may be waiting for the successor itself.
   @inlinable static var successorPatience: UInt64 { 1_000_000 }
 
-  /// How long a server waits for a woken `checkout()` task to run and claim the writer
-  /// before the task goes back to the front of the queue: the longest a task that is not
-  /// running may hold up the threads that wait for the writer.
+  /// How long a `checkout()` offered the writer may leave it unclaimed, its task not yet
+  /// running, before a thread blocked in `withWriter` takes it back (the task then queues
+  /// again at the front): what a task that needs a thread may cost threads that wait.
   @inlinable static var claimWindow: UInt64 { 1_000_000 }
 
   /// How long a `withWriter` spins and sleeps, overtaken by running threads, before it

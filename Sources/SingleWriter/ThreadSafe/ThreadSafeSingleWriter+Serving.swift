@@ -21,8 +21,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     return count
   }
 
-  /// Queues `entry` behind the checkout, at the back, or at the front for a task whose
-  /// turn came and that lost the writer to a running thread. If the checkout turned out
+  /// Queues `entry` behind the checkout, at the back, or at the front for a `checkout()`
+  /// whose turn came and whose offer was taken back before its task ran. If the checkout turned out
   /// to be free, takes it and serves the queue here, so nothing is ever stranded.
   ///
   /// Under the hand-off's lock, only the first entry since the queue was last empty
@@ -70,9 +70,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     if tookOver {
       switch entry {
       case .checkout(let waiter):
-        // A `checkout()` that took the free checkout holds it now: handed over directly.
-        sw_uptr_store(lock.checkoutThread, 0)
-        if waiter.handOverUnclaimed() { return }
+        // A `checkout()` that took the free checkout is offered it, as at its turn; the
+        // task claims it as soon as this enqueue returns.
+        if offerCheckout(to: waiter, stoppingServing: nil) { return }
       case .write(let body):
         // This thread's own body, alone in the queue: it runs in place, as when the
         // writer is free, so that a proxy it keeps is known as this thread's and task's.
@@ -291,7 +291,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       runAsyncWrite(waiter, job)
       return .ran
     case .checkout(let waiter):
-      return offerCheckout(to: waiter, me) ? .handedOff : .ran
+      guard offerCheckout(to: waiter, stoppingServing: me) else {
+        TransitionRow.entryCancelledSkipped.reached()
+        return .ran
+      }
+      TransitionRow.entryCheckout.reached()
+      return .handedOff
     case .drain(let waiter):
       sw_uptr_store(lock.startedWrites, sw_uptr_load(lock.startedWrites) &- 1)
       if waiter.apply(.reach) {

@@ -19,7 +19,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     enqueue(.waiter(waiter))
     // A checkout this thread or task holds through a proxy may never come back.
     let task = sw_current_task()
-    waiter.wait(sleepingOnGateOf: lock) { lock.isHeld(byTask: task, orThread: me) }
+    waiter.wait(sleepingOnGateOf: lock, takingBack: takeBackStaleOffer) {
+      lock.isHeld(byTask: task, orThread: me)
+    }
     lock.beginClosureWrite()
   }
 }

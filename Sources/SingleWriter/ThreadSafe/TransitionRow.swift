@@ -60,7 +60,7 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case handOffArriveAsSuccessor
   /// `arrive`, none of the rows above.
   case handOffArriveBehind
-  /// A task that lost the writer after its turn came queues again at the front.
+  /// A `checkout()` whose offer was taken back queues again at the front.
   case handOffArriveAtTheFront
   /// The successor's wait ends with the checkout (it serves), or with its withdrawal.
   case handOffSuccessorServes
@@ -86,8 +86,7 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
 
   case entryWrite
   case entryAsyncWrite
-  case entryCheckoutClaimed
-  case entryCheckoutExpired
+  case entryCheckout
   case entryWaiter
   case entryCancelledSkipped
 
@@ -123,10 +122,9 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case taskCancelWaiting
   case taskReach
   case taskFinish
+  case taskOffer
   case taskClaim
   case taskExpire
-  case taskHandOver
-  case taskHandOverUnclaimed
 
   /// Counts this row as reached: for a transition that cannot be undone once decided.
   @inlinable @inline(__always) func reached() {

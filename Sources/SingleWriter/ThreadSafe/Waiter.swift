@@ -24,11 +24,16 @@ final class Waiter: @unchecked Sendable {
   /// checkout is now the caller's. While a thread serving the queue holds `lock`'s gate,
   /// sleeps on the gate, so that the OS boosts that thread; the server releases the gate
   /// before it grants anything, and this looks at the gate again now and then, since
-  /// servers change. If `suspect` still holds after a while, warns once on standard error:
+  /// servers change. Each time that look finds no server, it tries `takingBack`, which
+  /// takes the checkout from a `checkout()` offered it long ago whose task has still not
+  /// run, and serves. If `suspect` still holds after a while, warns once on standard error:
   /// the wait may be on a proxy this same thread holds, which no lock could tell from a
   /// slow writer.
   @usableFromInline @discardableResult
-  func wait(sleepingOnGateOf lock: WriterLock, warningIf suspect: () -> Bool) -> Bool {
+  func wait(
+    sleepingOnGateOf lock: WriterLock, takingBack takeBack: () -> Bool,
+    warningIf suspect: () -> Bool
+  ) -> Bool {
     let me = sw_current_thread()
     var warned = false
     var since = sw_monotonic_ns()
@@ -37,6 +42,7 @@ final class Waiter: @unchecked Sendable {
       if state != .waiting { return state == .handedTheCheckout }
       if lock.sleepOnGate(me)
         || sw_wait_for(flag, WaiterState.waiting.rawValue, Int64(HandOffPolicy.gateRecheck))
+        || takeBack()
       {
         continue
       }
