@@ -545,17 +545,33 @@ struct Profile: Equatable, Sendable {
 
   /// Seen by the issue-22 pass: a subscriber that leaves while a closure write ends must
   /// not leave the container marked observed. Runs `tryWrite`'s steps one by one, with
-  /// the subscriber leaving where another thread's could: after the fast end failed on
-  /// `observed`, before the slow end reads the state.
+  /// the subscriber leaving where another thread's could: after the begin, so that the
+  /// end's one-step guess (the word the begin set, observed) fails and the slow end runs.
   @Test func aSubscriberLeavingDuringAClosureWriteTurnsPublishingOff() {
     let box = ThreadSafeSingleWriter(value: 0)
     var stream = Optional(box.changes())
     #expect(box.lock.tryBeginClosureWrite())
     box.storage.pointee = 1
-    #expect(!box.lock.tryEndClosureWrite())
     stream = nil
+    #expect(box.lock.tryEndClosureWrite() == .slow)
     box.finishClosureWrite()
     #expect(stream == nil && box.subscriberCount == 0)
     #expect(!box.isObserved, "nobody observes: checkouts must take the fast path again")
+  }
+
+  /// An observed closure write ends in one step, from the word its begin set, and says
+  /// to publish; the next write, begun from the observed word it left, does the same.
+  @Test func anObservedClosureWriteEndsInOneStepAndPublishes() {
+    let box = ThreadSafeSingleWriter(value: 0)
+    let stream = box.changes()
+    for value in 1...2 {
+      #expect(box.lock.tryBeginClosureWrite())
+      box.storage.pointee = value
+      #expect(box.lock.tryEndClosureWrite() == .endedDirty)
+      box.hub.publish()
+    }
+    #expect(box.isObserved)
+    #expect(box.lock.word == WriterWord(raw: WriterWord.observed))
+    withExtendedLifetime(stream) {}
   }
 }

@@ -141,12 +141,14 @@ import Testing
       }),
     Event(
       name: "endClosureWrite", allowed: { $0.writer && $0.writing },
-      word: { $0.endClosureWrite().map { ($0, "") } },
+      word: { w in w.endClosureWrite().map { ($0.0, "publish: \($0.1)") } },
       model: { m in
-        var bare = Model()
-        bare.writer = true
-        bare.writing = true
-        return m == bare ? (Model(), "") : nil
+        // Nothing set but the write and, maybe, observation: an observed write ends here
+        // too, keeping `observed` and publishing if dirty.
+        guard !m.queued, !m.waiters, !m.parked, m.readers == 0 else { return nil }
+        var n = Model()
+        n.observed = m.observed
+        return (n, "publish: \(m.dirty)")
       }),
     Event(
       name: "endObservedClosureWrite", allowed: { $0.writer && $0.writing },

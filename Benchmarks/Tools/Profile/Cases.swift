@@ -86,6 +86,14 @@ let cases: [String: @Sendable (Int) -> Void] = [
     for _ in 0..<n { box.withWriter { $0.a += 1 } }
     sink(box.read)
   },
+  "tsWithWriterObserved": { n in
+    // One idle `changes()` stream: made, never iterated, as the Observed suite has it.
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let stream = box.changes()
+    for _ in 0..<n { box.withWriter { $0.a += 1 } }
+    sink(box.read)
+    withExtendedLifetime(stream) {}
+  },
   "tsRead": { n in
     let box = opaque(ThreadSafeSingleWriter(value: Counter()))
     for _ in 0..<n { sink(box.read) }

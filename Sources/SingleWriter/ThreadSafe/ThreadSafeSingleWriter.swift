@@ -228,7 +228,12 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
       #if DEBUG
         LockOrderCheck.released(ObjectIdentifier(self))
       #endif
-      if !lock.tryEndClosureWrite() { finishClosureWrite() }
+      switch lock.tryEndClosureWrite() {
+      case .ended: break
+      // Published after the release, as `finishClosureWrite` explains.
+      case .endedDirty: hub.publish()
+      case .slow: finishClosureWrite()
+      }
       _fixLifetime(self)  // `body` writes through `storage`, which the container frees
     }
     return try body(&storage.pointee)

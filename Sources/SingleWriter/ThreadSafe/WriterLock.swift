@@ -39,6 +39,7 @@ struct WriterLock {
   @inlinable var lendWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_lend_word(sync) }
   @inlinable var gateWanted: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_wanted(sync) }
   @inlinable var gate: UnsafeMutablePointer<sw_gate> { sw_ts_gate(sync) }
+  @inlinable var closureWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_closure_word(sync) }
   @inlinable var gateThread: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_gate_thread(sync) }
   @inlinable var gateSleeps: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_sleeps(sync) }
   @inlinable var arrivedWrites: UnsafeMutablePointer<sw_atomic_uptr> {
@@ -285,7 +286,10 @@ struct WriterLock {
 
   /// Takes the checkout and `writing` together if the writer is free.
   @inlinable func tryBeginClosureWrite() -> Bool {
-    guard update(guessing: WriterWord(raw: 0), { $0.beginClosureWrite() }) != nil else {
+    // The free word the last closure write left: free, and observed if it was.
+    let guess = WriterWord(raw: sw_load_relaxed(closureWord) & WriterWord.observed)
+    guard let (old, _) = update(guessing: guess, { $0.beginClosureWrite().map { ($0, ()) } })
+    else {
       // Free but for readers copying the value: take the checkout, then wait for them,
       // as a mutex would. `nil` from tryWrite means the writer is busy, not that someone
       // is reading.
@@ -293,6 +297,7 @@ struct WriterLock {
       beginClosureWrite()
       return true
     }
+    sw_store_relaxed(closureWord, old.beginClosureWrite().unsafelyUnwrapped.raw)
     let me = sw_current_thread()
     sw_uptr_store(writingThread, me)
     sw_uptr_store(checkoutThread, scoped(me))
@@ -309,10 +314,20 @@ struct WriterLock {
     acquireWriting()
   }
 
-  /// Drops `writing` and the checkout together; `false` if the container must finish
-  /// (queued writes, observers, a parked `withWriter` or sleepers to wake), starting
-  /// with `releaseWriting`.
-  @inlinable func tryEndClosureWrite() -> Bool {
+  /// How a closure write's end went.
+  @usableFromInline enum ClosureWriteEnd {
+    /// Ended: nothing more to do.
+    case ended
+    /// Ended, and the value is new to observers: publish it.
+    case endedDirty
+    /// The container must finish it (queued writes, a parked `withWriter` or sleepers to
+    /// wake), starting with `releaseWriting`.
+    case slow
+  }
+
+  /// Drops `writing` and the checkout together, from the word this write's begin set, as
+  /// one compare-and-exchange, observed or not.
+  @inlinable func tryEndClosureWrite() -> ClosureWriteEnd {
     let seen = sw_seq_end_write_seen(sequence)
     sw_uptr_store(writingThread, 0)
     sw_uptr_store(checkoutThread, 0)
@@ -322,7 +337,9 @@ struct WriterLock {
     } else {
       assert(sw_uptr_load(gateThread) == 0, "the gate outlived its flag")
     }
-    return tryUpdate(from: WriterLock.writingWord) { $0.endClosureWrite().map { ($0, ()) } } != nil
+    let begun = WriterWord(raw: sw_load_relaxed(closureWord))
+    guard let dirty = tryUpdate(from: begun, { $0.endClosureWrite() }) else { return .slow }
+    return dirty ? .endedDirty : .ended
   }
 
 }

@@ -163,9 +163,11 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   }
 
   /// Ends a closure write and its checkout at once, in the common case: nothing else set.
-  @inlinable @inline(__always) func endClosureWrite() -> WriterWord? {
-    raw == WriterWord.writer | WriterWord.writing
-      ? WriterWord(raw: 0).proposing(.wordEndClosureWrite) : nil
+  @inlinable @inline(__always) func endClosureWrite() -> (WriterWord, Bool)? {
+    if raw == WriterWord.writer | WriterWord.writing {
+      return (WriterWord(raw: 0).proposing(.wordEndClosureWrite), false)
+    }
+    return endObservedClosureWrite()
   }
 
   /// Ends an observed closure write at once when observation is the only reason it could

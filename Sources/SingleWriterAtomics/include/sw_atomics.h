@@ -54,6 +54,13 @@ static inline uint32_t sw_load_acquire(sw_atomic_u32 *a) {
   return v;
 }
 
+/// For a hint that orders nothing: a stale value costs its reader a retry.
+static inline void sw_store_relaxed(sw_atomic_u32 *a, uint32_t v) {
+  SW_CHAOS();
+  atomic_store_explicit(&a->value, v, memory_order_relaxed);
+  SW_CHAOS();
+}
+
 static inline void sw_store_release(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
   atomic_store_explicit(&a->value, v, memory_order_release);

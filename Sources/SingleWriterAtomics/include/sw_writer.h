@@ -110,6 +110,11 @@ typedef struct {
   /// asks for it: a thread sleeping for the writer sleeps on it and boosts that thread.
   /// A lock of the OS's own (sw_gate.h), so it cannot be a bit of `state`.
   sw_gate gate;
+  /// The word the last closure write's begin set, stored by it: its end expects that word
+  /// back, and the next begin expects its `observed` bit, so that a write to an observed
+  /// container needs no more compare-and-exchanges than an unobserved one. Only a guess:
+  /// a stale one costs a retry, never a wrong transition.
+  sw_atomic_u32 closure_word;
   /// The thread holding the checkout, or 0; only for catching self-deadlock.
   sw_atomic_uptr checkout_thread;
   /// The thread inside a write access, or 0; only for catching self-deadlock.
@@ -174,6 +179,7 @@ static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->w
 static inline sw_atomic_uptr *sw_ts_checkout_task(sw_ts_sync *s) { return &s->checkout_task; }
 static inline sw_atomic_u32 *sw_ts_lend_word(sw_ts_sync *s) { return &s->lend_word; }
 static inline sw_atomic_u32 *sw_ts_gate_wanted(sw_ts_sync *s) { return &s->gate_wanted; }
+static inline sw_atomic_u32 *sw_ts_closure_word(sw_ts_sync *s) { return &s->closure_word; }
 static inline sw_gate *sw_ts_gate(sw_ts_sync *s) { return &s->gate; }
 static inline sw_atomic_uptr *sw_ts_gate_thread(sw_ts_sync *s) { return &s->gate_thread; }
 static inline sw_atomic_u32 *sw_ts_gate_sleeps(sw_ts_sync *s) { return &s->gate_sleeps; }
