@@ -233,6 +233,9 @@ extension ScheduleScenarioTests {
             container.withWriter {
               journal.enter("C.1")
               $0 += 1
+              // Held a while, so that a task whose offer this took back runs meanwhile,
+              // finds the writer busy, and queues again at the front.
+              Self.spin(nanoseconds: 20_000, yielding: true)
               journal.leave()
             }
           },
