@@ -15,6 +15,16 @@ func sink<T>(_ value: T) {
 @inline(never)
 func opaque<T>(_ value: T) -> T { value }
 
+// One call each, not inlined into the loop, as a user's function calls it: the optimizer
+// can hoist nothing out of a loop it cannot see (issue 30 asked for figures "inside a
+// function").
+@inline(never)
+func bumpWriteNext(_ box: SingleWriter<Counter>) { box.writeNext { $0.write.a += 1 } }
+@inline(never)
+func bumpMutex(_ mutex: borrowing Mutex<Counter>) { mutex.withLock { $0.a += 1 } }
+@inline(never)
+func bumpWithWriter(_ box: ThreadSafeSingleWriter<Counter>) { box.withWriter { $0.a += 1 } }
+
 let cases: [String: @Sendable (Int) -> Void] = [
   "none": { _ in },
   "checkout": { n in
@@ -35,6 +45,21 @@ let cases: [String: @Sendable (Int) -> Void] = [
   "read": { n in
     let box = opaque(SingleWriter(value: Counter()))
     for _ in 0..<n { sink(box.read) }
+  },
+  "writeNextInFunction": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    for _ in 0..<n { bumpWriteNext(box) }
+    sink(box.read)
+  },
+  "mutexInFunction": { n in
+    let mutex = Mutex(Counter())
+    for _ in 0..<n { bumpMutex(mutex) }
+    sink(mutex.withLock { $0 })
+  },
+  "tsWithWriterInFunction": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { bumpWithWriter(box) }
+    sink(box.read)
   },
   "mutex": { n in
     let mutex = Mutex(Counter())

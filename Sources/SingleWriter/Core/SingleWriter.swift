@@ -256,7 +256,7 @@ public final class SingleWriter<Value> {
   ///
   /// A proxy that anything else still references, even weakly, is never lent again:
   /// a reference kept from this closure must not become the live proxy of a later one.
-  @inlinable
+  @inlinable @inline(__always)
   func lend(_ body: (WriterProxy<Value>) -> Void) -> Bool {
     if spare == nil { spare = WriterProxy(owner: self, lease: .idle) }
     // Guaranteed, not retained: nothing replaces `spare` while `body` runs.
@@ -312,7 +312,7 @@ public final class SingleWriter<Value> {
   /// Observers run while the checkout is still held, as in ``ThreadSafeSingleWriter``:
   /// a `writeNext` from one goes behind the writes already queued, and its `tryWrite`
   /// or `writer` finds the writer busy instead of jumping the queue.
-  @inlinable
+  @inlinable @inline(__always)
   func releaseCheckout() {
     if isObserved { publishIfDirty() }
     #if DEBUG
