@@ -28,15 +28,21 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// waited for by every thread of the cooperative pool.
   @inlinable
   func offerCheckout(to waiter: TaskWaiter, stoppingServing server: UInt?) -> Bool {
+    // This thread's marks go first: once offered, the checkout can be taken back and
+    // served on another thread, whose marks and gate a late store here would undo.
+    sw_uptr_store(lock.checkoutThread, 0)
+    lock.openGateIfClosed()
     let now = sw_monotonic_ns()
     let (offered, dismissed) = lock.withHandOffLock { () -> (Bool, Waiter?) in
       guard handOff.pointee.offer(to: waiter, at: now) else { return (false, nil) }
       return (true, server.flatMap { handOff.pointee.stopServing($0) })
     }
-    guard offered else { return false }
+    guard offered else {
+      // Cancelled first: this thread still holds the checkout, and serves on.
+      if server != nil { lock.closeGateIfWanted() }
+      return false
+    }
     dismissed?.grant(checkout: false)
-    sw_uptr_store(lock.checkoutThread, 0)
-    lock.openGateIfClosed()
     // Last: once resumed, the task may claim and release the checkout at once.
     waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
     return true
