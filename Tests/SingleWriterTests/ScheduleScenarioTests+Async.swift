@@ -190,18 +190,22 @@ extension ScheduleScenarioTests {
   }
 
   /// A task's `checkout()` queues behind a held proxy, and another thread's `withWriter`
-  /// blocks behind both. At the release the checkout is offered to the task as it
-  /// sleeps; the task claims it when it runs, or, when the clock jumps past the claim
-  /// window first, the blocked `withWriter` takes it back, serves itself, and the task
-  /// queues again at the front. Either way both write once and nothing waits forever:
-  /// a `withWriter` waiting for a task that never gets a thread is what this prevents.
+  /// blocks behind both. At the release the checkout is offered to the task as it sleeps;
+  /// the task claims it when it runs, or, when the clock jumps past the claim window
+  /// first, the blocked `withWriter` takes it back and runs in the task's place, and the
+  /// task's entry goes back to the front: the task then waits again, or claims a second
+  /// offer, and the `withWriter`'s own entry is skipped. Both write once and nothing waits
+  /// forever: a `withWriter` waiting for a task that never gets a thread is what this
+  /// prevents.
   @Test func aBlockedWithWriterTakesBackACheckoutItsTaskLeftUnclaimed() {
     guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
     // Two jumps of the clock: past the `withWriter`'s bound on being overtaken, so that it
     // queues, and past the claim window while the executor's thread is not scheduled.
     Scheduler.check(
       pct: 2_000, exhaustive: 2_000, deadlineJumps: 3,
-      reaches: [.entryCheckout, .entryWaiter, .taskClaim, .taskExpire, .handOffArriveAtTheFront]
+      reaches: [
+        .entryCheckout, .entryWaiter, .entryWaiterRanEarly, .taskClaim, .taskExpire, .taskRearm,
+      ]
     ) {
       let container = Self.makeContainer()
       sw_store_release(container.lock.spinRounds, 0)  // the `withWriter` parks at once
@@ -234,7 +238,7 @@ extension ScheduleScenarioTests {
               journal.enter("C.1")
               $0 += 1
               // Held a while, so that a task whose offer this took back runs meanwhile,
-              // finds the writer busy, and queues again at the front.
+              // fails its claim, and waits again.
               Self.spin(nanoseconds: 20_000, yielding: true)
               journal.leave()
             }

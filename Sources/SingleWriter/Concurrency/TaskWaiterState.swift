@@ -18,7 +18,9 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
   /// The task ran and claimed the writer it was offered: it holds it for good.
   case claimed
   /// A thread blocked in `withWriter` took the writer back from an offer that its task,
-  /// still not running, left unclaimed for a while: the task queues again, at the front.
+  /// still not running, left unclaimed for a while, and put the entry back at the front
+  /// of the queue: the task, once it runs, waits again (`rearm`), unless it is offered the
+  /// writer again first.
   case expired
   /// An async write's body ran on the serving thread; the value is whole again.
   case done
@@ -32,12 +34,15 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     /// The server reached an async write's or a `drained()` entry.
     case reach
     /// The server reached a `checkout()`'s entry, or the task's own enqueue took the free
-    /// writer: the writer is offered to the task.
+    /// writer: the writer is offered to the task (resumed if it was waiting; one whose
+    /// offer was taken back and that has not waited again yet claims it when it runs).
     case offer
     /// The task runs and claims the writer it was offered.
     case claim
     /// A thread blocked in `withWriter` takes back an offer left unclaimed too long.
     case expire
+    /// A task whose offer was taken back waits again for its entry, at the front.
+    case rearm
     /// The server ran an async write's body.
     case finish
   }
@@ -51,17 +56,19 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     case .offer: .taskOffer
     case .claim: .taskClaim
     case .expire: .taskExpire
+    case .rearm: .taskRearm
     }
   }
 
   @inlinable func after(_ event: Event) -> TaskWaiterState? {
     switch (self, event) {
     case (.new, .queue): .waiting
-    case (.new, .cancel), (.waiting, .cancel): .cancelled
+    case (.new, .cancel), (.waiting, .cancel), (.expired, .cancel): .cancelled
     case (.waiting, .reach): .granted
-    case (.waiting, .offer): .offered
+    case (.waiting, .offer), (.expired, .offer): .offered
     case (.offered, .claim): .claimed
     case (.offered, .expire): .expired
+    case (.expired, .rearm): .waiting
     case (.granted, .finish): .done
     default: nil
     }

@@ -128,7 +128,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// state decides which of the two happens.
   @usableFromInline
   func waitForTurn(
-    unlessCancelled: Bool, atFront: Bool = false, waiter: TaskWaiter = TaskWaiter(),
+    unlessCancelled: Bool, waiter: TaskWaiter = TaskWaiter(),
     _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
     let me = sw_current_task()
@@ -144,12 +144,30 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         // A proxy from `writer` or `checkout()` carries the id of the task that took it,
         // wherever the task has run since; a thread says nothing about a task.
         if lock.isHeld(byTask: me) { warnIfStillWaiting(waiter, task: me) }
-        enqueue(entry(waiter), atFront: atFront)
+        enqueue(entry(waiter))
       }
     } onCancel: {
       // Before it queued, it will see this; after, whoever wins the transition resumes
       // it, and a cancelled entry is skipped when the queue reaches it.
       guard unlessCancelled else { return }
+      if waiter.cancel() == .waiting { waiter.continuation.take()!.resume(returning: false) }
+    }
+  }
+
+  /// A `checkout()` whose offer was taken back before its task ran: its entry is at the
+  /// front of the queue again, and the task waits for it, as in `waitForTurn`, unless it
+  /// was offered the writer again meanwhile (`true` at once). `false` if it was cancelled
+  /// first: the server skips the entry.
+  func waitAgain(_ waiter: TaskWaiter) async -> Bool {
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        waiter.continuation = continuation
+        guard !waiter.apply(.rearm) else { return }
+        // Offered again, or cancelled, before it could wait: it resumes itself.
+        let offered = waiter.current == .offered
+        waiter.continuation.take()!.resume(returning: offered)
+      }
+    } onCancel: {
       if waiter.cancel() == .waiting { waiter.continuation.take()!.resume(returning: false) }
     }
   }
@@ -248,16 +266,16 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     #endif
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
-    var atFront = false
-    while !lock.tryCheckout(as: 0) {
+    if !lock.tryCheckout(as: 0) {
       let waiter = TaskWaiter()
-      guard
-        await waitForTurn(
-          unlessCancelled: true, atFront: atFront, waiter: waiter, { .checkout($0) })
-      else { throw CancellationError() }
-      // Offered the writer as it slept: it is this task's unless taken back meanwhile.
-      if lock.withHandOffLock({ handOff.pointee.claim(waiter) }) { break }
-      atFront = true
+      guard await waitForTurn(unlessCancelled: true, waiter: waiter, { .checkout($0) }) else {
+        throw CancellationError()
+      }
+      // Offered the writer as it slept: it is this task's unless a blocked `withWriter`
+      // took it back meanwhile, putting the entry back at the front; then wait again.
+      while !lock.withHandOffLock({ handOff.pointee.claim(waiter) }) {
+        guard await waitAgain(waiter) else { throw CancellationError() }
+      }
     }
     sw_uptr_store(lock.checkoutTask, sw_current_task())
     #if DEBUG

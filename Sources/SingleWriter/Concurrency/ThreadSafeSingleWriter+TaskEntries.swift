@@ -33,33 +33,38 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     sw_uptr_store(lock.checkoutThread, 0)
     lock.openGateIfClosed()
     let now = sw_monotonic_ns()
-    let (offered, dismissed) = lock.withHandOffLock { () -> (Bool, Waiter?) in
-      guard handOff.pointee.offer(to: waiter, at: now) else { return (false, nil) }
-      return (true, server.flatMap { handOff.pointee.stopServing($0) })
+    let (left, dismissed) = lock.withHandOffLock { () -> (TaskWaiterState?, Waiter?) in
+      guard let left = handOff.pointee.offer(to: waiter, at: now) else { return (nil, nil) }
+      return (left, server.flatMap { handOff.pointee.stopServing($0) })
     }
-    guard offered else {
+    guard let left else {
       // Cancelled first: this thread still holds the checkout, and serves on.
       if server != nil { lock.closeGateIfWanted() }
       return false
     }
     dismissed?.grant(checkout: false)
-    // Last: once resumed, the task may claim and release the checkout at once.
-    waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
+    // Last: once resumed, the task may claim and release the checkout at once. A task
+    // whose last offer was taken back is not waiting: it claims this one when it runs.
+    if left == .waiting { waiter.continuation.take().unsafelyUnwrapped.resume(returning: true) }
     return true
   }
 
-  /// A thread blocked in `withWriter` behind an offer that its task has left unclaimed for
-  /// `HandOffPolicy.claimWindow`: takes the checkout back and ends it as the task would
-  /// have, serving the queue, which reaches this thread's own entry. `true` if it did; the
-  /// task then queues again, at the front, when it runs.
-  func takeBackStaleOffer() -> Bool {
+  /// A thread blocked in `withWriter` (its entry `mine`) behind an offer that its task has
+  /// left unclaimed for `HandOffPolicy.claimWindow`: takes the checkout back and runs in
+  /// the task's place, ahead of what was queued between them, while the task's entry goes
+  /// back to the front of the queue, so that it keeps its place before every other write
+  /// and `drained()`. `true` if it did: this thread holds the checkout, as if granted it.
+  func takeBackStaleOffer(for mine: Waiter) -> Bool {
     let now = sw_monotonic_ns()
     guard
-      lock.withHandOffLock({
-        handOff.pointee.takeBack(unclaimedFor: HandOffPolicy.claimWindow, at: now)
+      let task = lock.withHandOffLock({
+        handOff.pointee.takeBack(unclaimedFor: HandOffPolicy.claimWindow, at: now, for: mine)
       })
     else { return false }
-    finishCheckoutNow()
+    // This thread holds the checkout, and nobody serves: the batch is its to change. The
+    // task's entry counted as started when it was offered, and this write starts now,
+    // so the started count stays as it is (its own entry is skipped when reached).
+    pending.pointee.prepend(.checkout(task))
     return true
   }
 }

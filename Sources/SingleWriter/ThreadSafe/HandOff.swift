@@ -79,29 +79,19 @@ struct HandOff<Entry> {
     }
   }
 
-  /// `thread` queues `entry`, at the back, or at the front for a `checkout()` whose turn
-  /// came and whose offer was taken back before its task ran. Only a thread that waits for the
-  /// call's return (`mayServe`: `writeNext`, `withWriter`) may be chosen to take over
-  /// serving; a task's entry never is, since its thread must not serve before it suspends.
-  /// `holding`: `thread` holds the checkout now, so the write is its own debt.
+  /// `thread` queues `entry` at the back. Only a thread that waits for the call's return
+  /// (`mayServe`: `writeNext`, `withWriter`) may be chosen to take over serving; a task's
+  /// entry never is, since its thread must not serve before it suspends. `holding`:
+  /// `thread` holds the checkout now, so the write is its own debt.
   @inlinable mutating func arrive(
-    _ entry: Entry, from thread: UInt, atFront: Bool = false, mayServe: Bool = true,
-    holding: Bool = false
+    _ entry: Entry, from thread: UInt, mayServe: Bool = true, holding: Bool = false
   ) -> Arrival {
-    if atFront {
-      TransitionRow.handOffArriveAtTheFront.reached()
-      inbox.prepend(entry)
-      // The entries still in the inbox move back one.
-      if owedThrough > taken { owedThrough &+= 1 }
-      if holderOwes > taken { holderOwes &+= 1 }
-    } else {
-      inbox.append(entry)
-    }
+    inbox.append(entry)
     arrived &+= 1
     var chosen: Waiter?
     // The rows of `arrive` overlap: one from the holder with `queued` clear does both.
     TransitionRow.handOffArriveSettingQueued.reached(if: !queued)
-    if holding, !atFront, thread != server {
+    if holding, thread != server {
       TransitionRow.handOffArriveFromTheHolder.reached()
       holderThread = thread
       holderOwes = taken &+ UInt64(inbox.count)
@@ -115,7 +105,7 @@ struct HandOff<Entry> {
       successor = chosen
     }
     TransitionRow.handOffArriveBehind.reached(
-      if: queued && (!holding || atFront || thread == server) && chosen == nil)
+      if: queued && (!holding || thread == server) && chosen == nil)
     let yield =
       chosen == nil && inbox.count > HandOffPolicy.yieldingBacklog && server != 0
       && server != thread
@@ -261,14 +251,16 @@ struct HandOff<Entry> {
 
   // MARK: Offers to `checkout()`
 
-  /// Offers the checkout, which the caller holds, to `task`, asleep in `checkout()`.
-  /// `false` if the task was cancelled first.
-  @inlinable mutating func offer(to task: TaskWaiter, at now: UInt64) -> Bool {
+  /// Offers the checkout, which the caller holds, to `task`'s `checkout()`: the state it
+  /// left (`waiting`: resume the task; `expired`: the task has not waited again since its
+  /// last offer was taken back, and claims this one when it runs), or `nil` if the task
+  /// was cancelled first.
+  @inlinable mutating func offer(to task: TaskWaiter, at now: UInt64) -> TaskWaiterState? {
     assert(offer == nil, "two offers at once")
-    guard task.apply(.offer) else { return false }
+    guard let left = task.state.apply(.offer, as: TaskWaiterState.self) else { return nil }
     offer = task
     offeredAt = now
-    return true
+    return left
   }
 
   /// The woken task claims what it was offered: `false` if it was taken back meanwhile.
@@ -280,13 +272,19 @@ struct HandOff<Entry> {
     return true
   }
 
-  /// A thread blocked in `withWriter`: takes the checkout back from an offer its task has
-  /// left unclaimed for `window` nanoseconds. `true` if it did: it holds the checkout now.
-  @inlinable mutating func takeBack(unclaimedFor window: UInt64, at now: UInt64) -> Bool {
-    guard let task = offer, now &- offeredAt >= window else { return false }
+  /// A thread blocked in `withWriter`, whose entry is `mine`: takes the checkout back from
+  /// an offer its task has left unclaimed for `window` nanoseconds, and withdraws its own
+  /// entry, since it runs now, in the task's place. Returns the task, whose entry the
+  /// caller puts back at the front, or `nil`.
+  @inlinable mutating func takeBack(
+    unclaimedFor window: UInt64, at now: UInt64, for mine: Waiter
+  ) -> TaskWaiter? {
+    guard let task = offer, now &- offeredAt >= window else { return nil }
+    // Nobody serves while the offer holds the checkout, so nobody can grant `mine`.
+    guard mine.flag.apply(.withdraw, as: WaiterState.self) != nil else { return nil }
     offer = nil
     let expired = task.apply(.expire)
     assert(expired, "an offer held by a task that is not offered it")
-    return true
+    return task
   }
 }

@@ -58,7 +58,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       let admitted = lock.withHandOffLock { () -> (HandOff<Pending>.Arrival, Bool)? in
         guard queuedWrites < maxQueuedWrites else { return nil }
         return arrive(
-          entry, from: me, atFront: false, mayServe: mayServe, holding: holding, isWrite: true)
+          entry, from: me, mayServe: mayServe, holding: holding, isWrite: true)
       }
       if let admitted { return admitted }
     }

@@ -9,7 +9,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   var pendingCount: Int {
     func counts(_ entry: Pending) -> Bool {
       switch entry {
-      case .write, .waiter: return true
+      case .write: return true
+      case .waiter(let waiter): return waiter.current != .withdrawn
       case .asyncWrite(let waiter, _), .checkout(let waiter):
         return waiter.current != .cancelled
       case .drain: return false
@@ -21,9 +22,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     return count
   }
 
-  /// Queues `entry` behind the checkout, at the back, or at the front for a `checkout()`
-  /// whose turn came and whose offer was taken back before its task ran. If the checkout turned out
-  /// to be free, takes it and serves the queue here, so nothing is ever stranded.
+  /// Queues `entry` behind the checkout. If the checkout turned out to be free, takes it
+  /// and serves the queue here, so nothing is ever stranded.
   ///
   /// Under the hand-off's lock, only the first entry since the queue was last empty
   /// touches the state word: it sets `queued`, taking a free checkout with it. The holder
@@ -34,7 +34,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// its thread runs the task's enqueue, and must not serve others' writes before the task
   /// has suspended. If it finds the checkout free, its own entry is the first to run.
   @inlinable
-  func enqueue(_ entry: Pending, atFront: Bool = false) {
+  func enqueue(_ entry: Pending) {
     let me = sw_current_thread()
     // Nor is a thread inside this container's `read { }`: the bodies it would serve write.
     var mayServe: Bool
@@ -58,9 +58,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       (arrival, tookOver) = arriveWithRoom(entry, from: me, mayServe: mayServe, holding: holding)
     } else {
       (arrival, tookOver) = lock.withHandOffLock {
-        arrive(
-          entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding,
-          isWrite: isWrite)
+        arrive(entry, from: me, mayServe: mayServe, holding: holding, isWrite: isWrite)
       }
     }
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
@@ -91,11 +89,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// thread took the checkout.
   @inlinable @inline(__always)
   func arrive(
-    _ entry: Pending, from me: UInt, atFront: Bool, mayServe: Bool, holding: Bool,
-    isWrite: Bool
+    _ entry: Pending, from me: UInt, mayServe: Bool, holding: Bool, isWrite: Bool
   ) -> (HandOff<Pending>.Arrival, Bool) {
-    let arrival = handOff.pointee.arrive(
-      entry, from: me, atFront: atFront, mayServe: mayServe, holding: holding)
+    let arrival = handOff.pointee.arrive(entry, from: me, mayServe: mayServe, holding: holding)
     if isWrite { sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1) }
     let tookOver = arrival.setQueued && lock.markQueued()
     // A `checkout()` or a `writeNext` that took the free checkout is the only entry: it is
@@ -304,6 +300,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       }
       return .ran
     case .waiter(let waiter):
+      if waiter.current == .withdrawn {
+        // It took an offer back and ran in the task's place (`takeBackStaleOffer`): its
+        // write started then, so this entry is not a write any more.
+        TransitionRow.entryWaiterRanEarly.reached()
+        sw_uptr_store(lock.startedWrites, sw_uptr_load(lock.startedWrites) &- 1)
+        return .ran
+      }
       TransitionRow.entryWaiter.reached()
       // `queued` stays set while entries remain, so that the waiter's end serves them.
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }

@@ -60,8 +60,6 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case handOffArriveAsSuccessor
   /// `arrive`, none of the rows above.
   case handOffArriveBehind
-  /// A `checkout()` whose offer was taken back queues again at the front.
-  case handOffArriveAtTheFront
   /// The successor's wait ends with the checkout (it serves), or with its withdrawal.
   case handOffSuccessorServes
   case handOffSuccessorWithdraws
@@ -88,6 +86,9 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case entryAsyncWrite
   case entryCheckout
   case entryWaiter
+  /// A `withWriter` that took an offer back, and so ran in the task's place: its own
+  /// entry is skipped.
+  case entryWaiterRanEarly
   case entryCancelledSkipped
 
   // MARK: Lends
@@ -125,6 +126,7 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case taskOffer
   case taskClaim
   case taskExpire
+  case taskRearm
 
   /// Counts this row as reached: for a transition that cannot be undone once decided.
   @inlinable @inline(__always) func reached() {

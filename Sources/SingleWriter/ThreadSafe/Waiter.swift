@@ -26,7 +26,8 @@ final class Waiter: @unchecked Sendable {
   /// before it grants anything, and this looks at the gate again now and then, since
   /// servers change. Each time that look finds no server, it tries `takingBack`, which
   /// takes the checkout from a `checkout()` offered it long ago whose task has still not
-  /// run, and serves. If `suspect` still holds after a while, warns once on standard error:
+  /// run (`true`: the checkout is the caller's). If `suspect` still holds after a while,
+  /// warns once on standard error:
   /// the wait may be on a proxy this same thread holds, which no lock could tell from a
   /// slow writer.
   @usableFromInline @discardableResult
@@ -42,10 +43,10 @@ final class Waiter: @unchecked Sendable {
       if state != .waiting { return state == .handedTheCheckout }
       if lock.sleepOnGate(me)
         || sw_wait_for(flag, WaiterState.waiting.rawValue, Int64(HandOffPolicy.gateRecheck))
-        || takeBack()
       {
         continue
       }
+      if takeBack() { return true }
       let now = sw_monotonic_ns()
       guard now &- since >= HandOffPolicy.deadlockWarning else { continue }
       since = now
