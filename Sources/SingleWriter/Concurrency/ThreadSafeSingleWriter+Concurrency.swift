@@ -244,11 +244,11 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// At its turn the writer is handed to the task while it still sleeps, as an actor's
   /// turn is: no thread waits for the task to run, and the writes queued after it wait
   /// for its proxy's release, which serves them. Only a thread blocked in `withWriter`
-  /// may take the writer back, from a task still not running a millisecond later, so
-  /// that threads blocked in `withWriter` never wait for a task that needs one of them
-  /// to run; that task then waits again, at the front of the queue. Throws
-  /// `CancellationError`, without checking out, if the task is cancelled while it waits;
-  /// a task cancelled once the writer was handed to it gets the proxy.
+  /// may take the writer back, from a task still not running a millisecond later, and
+  /// write in its place, so that threads blocked in `withWriter` never wait for a task
+  /// that needs one of them to run; the task keeps its place at the front of the queue.
+  /// Throws `CancellationError`, without checking out, if the task is cancelled while it
+  /// waits; a task cancelled once the writer was handed to it gets the proxy.
   ///
   /// In debug builds' lock-order checking (see ``RaceDetector``) the checkout is ordered
   /// after those this task holds, and held by this task until the proxy is released; the

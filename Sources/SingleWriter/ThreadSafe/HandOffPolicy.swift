@@ -17,8 +17,9 @@ enum HandOffPolicy {
   @inlinable static var successorPatience: UInt64 { 1_000_000 }
 
   /// How long a `checkout()` offered the writer may leave it unclaimed, its task not yet
-  /// running, before a thread blocked in `withWriter` takes it back (the task then queues
-  /// again at the front): what a task that needs a thread may cost threads that wait.
+  /// running, before a thread blocked in `withWriter` takes it back and writes in its
+  /// place (the task keeps its place at the front): what a task that needs a thread may
+  /// cost threads that wait.
   @inlinable static var claimWindow: UInt64 { 1_000_000 }
 
   /// How long a `withWriter` spins and sleeps, overtaken by running threads, before it

@@ -6,7 +6,7 @@ import Testing
 // Promises "A checkout is handed over", "Cancellation", "FIFO", "Quiescence", "The backlog
 // is visible", "Fair to withWriter" and the observation rows, against the offer made to a
 // sleeping `checkout()`: claimed by its task, or taken back by a blocked `withWriter`,
-// after which the task queues again at the front.
+// which writes in its place while the task keeps its place at the front.
 //
 // A task that "cannot run" is made with `Task(executorPreference:)` on a `ScheduleExecutor`
 // that nobody runs until the test says so. Every test runs in a child with a watchdog.
@@ -56,6 +56,16 @@ func coaOnThread(_ body: @escaping @Sendable () -> Void) {
 }
 
 /// The inbox's length, drains included (which `queuedWrites` and `pendingCount` leave out).
+/// Whether the batch holds a `checkout()` entry whose task waits again, after its offer
+/// was taken back. Only while the checkout's holder is parked in its body.
+func coaFrontCheckoutWaits<V>(_ a: ThreadSafeSingleWriter<V>) -> Bool {
+  var waits = false
+  a.pending.pointee.forEach { entry in
+    if case .checkout(let waiter) = entry, waiter.current == .waiting { waits = true }
+  }
+  return waits
+}
+
 func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
   a.lock.withHandOffLock { a.handOff.pointee.inbox.count }
 }
@@ -147,15 +157,15 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
     expectNoBreak(result)
   }
 
-  // MARK: 6. FIFO: a checkout taken back goes "to the front of the queue"
+  // MARK: 6. FIFO: a checkout taken back keeps its place at the front
 
   /// C = `checkout()` (its task cannot run), then X = writeNext, W = a blocked withWriter,
   /// Y1...Y3 = writeNext, all behind a held proxy. The release offers C; W takes it back
-  /// after a millisecond, serving X and then itself. While W's body runs, the task runs:
-  /// its claim fails and it queues again "at the front of the queue" (checkout()'s doc).
-  /// So once W ends, C must come before Y1...Y3, which were queued after it (FIFO) and
-  /// after W.
-  @Test func aCheckoutTakenBackQueuesAgainAheadOfTheWritesQueuedAfterIt() async {
+  /// after a millisecond and runs in C's place, and C's entry goes back to the front.
+  /// While W's body runs, the task runs: its claim fails and it waits again. So once W
+  /// ends, C comes before X and Y1...Y3, which were queued after it (FIFO); only W, which
+  /// took the turn, ran ahead.
+  @Test func aCheckoutTakenBackKeepsItsPlaceAheadOfTheWritesQueuedAfterIt() async {
     let result = await #expect(
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
     ) {
@@ -191,8 +201,9 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
           held = nil
           _ = held
           coaAwait(5, "W never took the offer back") { inW.isSet }
-          // The task runs now: its claim fails, W holds the writer, so it queues again.
-          coaRun(executor) { finished.isSet || a.queuedWrites == 4 }
+          // The task runs now: its claim fails, W holds the writer, so it waits again for
+          // its entry, back at the front (W holds the checkout: the batch holds still).
+          coaRun(executor) { finished.isSet || coaFrontCheckoutWaits(a) }
           requeued.set()
           wDone.wait()
           coaRun(executor) { finished.isSet }
@@ -201,12 +212,12 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
           orders[order, default: 0] += 1
           if round == 0 { attackErr("order seen: \(order)\n") }
         }
-        let expected = "X,W,C,Y1,Y2,Y3"
+        let expected = "W,C,X,Y1,Y2,Y3"
         let wrong = orders.filter { $0.key != expected }
         atkEnd(
           breakingIf: !wrong.isEmpty,
-          "a checkout taken back and queued again 'at the front' ran after writes queued "
-            + "after it; orders seen (expected \(expected)): \(orders)")
+          "a checkout taken back did not keep its place at the front; orders seen "
+            + "(expected \(expected)): \(orders)")
       }
     }
     expectNoBreak(result)
@@ -214,8 +225,8 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
 
   /// "The backlog is visible": `drained()` returns only after every write queued before
   /// it ran. C = `checkout()` (its task cannot run), then D = `drained()`, then W = a
-  /// blocked withWriter. W takes C back and serves D: the drain must not return before C
-  /// has checked out and written.
+  /// blocked withWriter. W takes C back and runs in its place, and C keeps its place at
+  /// the front: the drain must not return before C has checked out and written.
   @Test func aDrainQueuedBehindACheckoutThatIsTakenBackWaitsForTheCheckout() async {
     let result = await #expect(
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
@@ -310,14 +321,25 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
           coaAwait(5, "round \(round): the mix never queued") { coaInboxCount(a) == 5 }
           if round % 4 == 1 { unlessCancelled.cancel() }
           let wDone = DispatchSemaphore(value: 0)
+          let inW = SharedFlag()
+          let releaseW = SharedFlag()
           Thread.detachNewThread {
-            a.withWriter { $0 += 1 }
+            a.withWriter {
+              $0 += 1
+              // Case 1 holds W's turn until the task has waited again and been cancelled.
+              if round % 3 == 1 {
+                inW.set()
+                _ = eventually(atMost: 5) { releaseW.isSet }
+              }
+            }
             wDone.signal()
           }
           coaAwait(5, "round \(round): W never queued") { coaInboxCount(a) == 6 }
           held = nil
           _ = held
-          if wDone.wait(timeout: .now() + 5) == .timedOut {
+          if round % 3 == 1 {
+            coaAwait(5, "round \(round): W never took back the unclaimed offer") { inW.isSet }
+          } else if wDone.wait(timeout: .now() + 5) == .timedOut {
             atkEnd(breakingIf: true, "round \(round): W never took back the unclaimed offer")
           }
           expected += 3  // writeNext, await write, withWriter
@@ -328,14 +350,13 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
             checkout.cancel()
             coaRun(executor) { finished.isSet }
           case 1:
-            // The writer held again: the task queues at the front and waits; cancelled
-            // there, it must throw, and its entry be skipped.
-            var again: ThreadSafeWriterProxy<Int>? = coaTakeElsewhere(a)
-            coaRun(executor) { finished.isSet || a.queuedWrites >= 1 }
+            // W still runs in its place: the task's claim fails and it waits again, its
+            // entry at the front; cancelled there, it must throw, and its entry be skipped.
+            coaRun(executor) { finished.isSet || coaFrontCheckoutWaits(a) }
             if finished.isSet {
               atkEnd(breakingIf: true, "round \(round): the task finished behind a held writer")
             }
-            a.writeNext { $0.write += 1 }  // behind the re-queued checkout
+            a.writeNext { $0.write += 1 }  // behind the checkout's entry
             expected += 1
             checkout.cancel()
             coaRun(executor) { finished.isSet }
@@ -344,8 +365,8 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
                 breakingIf: true,
                 "round \(round): cancelled while waiting at the front, it still checked out")
             }
-            again = nil
-            _ = again
+            releaseW.set()
+            wDone.wait()
           default:
             // Cancelled from another thread while it runs.
             let canceller = DispatchSemaphore(value: 0)
