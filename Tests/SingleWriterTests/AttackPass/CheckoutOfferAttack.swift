@@ -140,7 +140,9 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
           coaRun(executor) { finished.isSet }
           let gotIt = got.withLock { $0 }
           if gotIt != true {
-            atkEnd(breakingIf: true, "round \(round): the uncancelled checkout got \(String(describing: gotIt))")
+            atkEnd(
+              breakingIf: true,
+              "round \(round): the uncancelled checkout got \(String(describing: gotIt))")
           }
           coaAwait(5, "round \(round): the writer never came free") { a.queuedWrites == 0 }
           if a.read != base + all + 1_000 {
