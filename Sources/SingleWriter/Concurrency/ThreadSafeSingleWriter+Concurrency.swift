@@ -106,17 +106,19 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// A short spin for the writer before an async write queues, as `withWriter` spins: most
   /// checkouts last nanoseconds, far less than a task's suspension and resumption.
   ///
-  /// Only while a thread runs what holds it, a closure write or a server: a checkout held
-  /// through a proxy, or handed to a sleeping `checkout()`, may last across an `await`,
-  /// and its task may need this very thread to run and release it.
+  /// Only while a write is under way: a checkout held with no write in progress (through
+  /// a proxy, or handed to a sleeping `checkout()`) may last across an `await`, and its
+  /// task may need this very thread to run and release it. A closure write takes the
+  /// checkout and `writing` in one step, so it never looks like that.
   @usableFromInline
   func spinForClosureWrite() -> Bool {
     let budget = sw_load_relaxed(lock.spinRounds)
     for spins in 0..<budget {
       for _ in 0..<(1 << spins) { sw_yield_cpu() }
-      if !lock.word.isCheckedOut {
+      let word = lock.word
+      if !word.isCheckedOut {
         if lock.tryBeginClosureWrite() { return true }
-      } else if !isScoped(sw_uptr_load(lock.checkoutThread)) {
+      } else if !word.isWriting {
         return false
       }
     }
