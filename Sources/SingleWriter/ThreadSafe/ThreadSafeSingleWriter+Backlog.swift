@@ -51,14 +51,14 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// as the arrivals, so that concurrent producers never pass the bound.
   @usableFromInline
   func arriveWithRoom(
-    _ entry: Pending, from me: UInt, mayServe: Bool, holding: Bool
+    _ entry: Pending, from me: UInt, mayServe: Bool
   ) -> (HandOff<Pending>.Arrival, Bool) {
     while true {
       waitForRoom()
       let admitted = lock.withHandOffLock { () -> (HandOff<Pending>.Arrival, Bool)? in
         guard queuedWrites < maxQueuedWrites else { return nil }
         return arrive(
-          entry, from: me, mayServe: mayServe, holding: holding, isWrite: true)
+          entry, from: me, mayServe: mayServe, isWrite: true)
       }
       if let admitted { return admitted }
     }

@@ -47,18 +47,15 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       isWrite = false
     }
     if mayServe, sw_reading_depth() != 0, sw_reading_contains(lock.sync) { mayServe = false }
-    // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
-    // served body running here): this thread owes it when it ends the checkout.
-    let holding = sw_uptr_load(lock.checkoutThread) & ~1 == me
     var bounded = false
     if maxQueuedWrites != .max, case .write = entry { bounded = waitsForRoom(me) }
     let arrival: HandOff<Pending>.Arrival
     let tookOver: Bool
     if bounded {
-      (arrival, tookOver) = arriveWithRoom(entry, from: me, mayServe: mayServe, holding: holding)
+      (arrival, tookOver) = arriveWithRoom(entry, from: me, mayServe: mayServe)
     } else {
       (arrival, tookOver) = lock.withHandOffLock {
-        arrive(entry, from: me, mayServe: mayServe, holding: holding, isWrite: isWrite)
+        arrive(entry, from: me, mayServe: mayServe, isWrite: isWrite)
       }
     }
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
@@ -89,9 +86,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// thread took the checkout.
   @inlinable @inline(__always)
   func arrive(
-    _ entry: Pending, from me: UInt, mayServe: Bool, holding: Bool, isWrite: Bool
+    _ entry: Pending, from me: UInt, mayServe: Bool, isWrite: Bool
   ) -> (HandOff<Pending>.Arrival, Bool) {
-    let arrival = handOff.pointee.arrive(entry, from: me, mayServe: mayServe, holding: holding)
+    // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
+    // in-place body running here): this thread owes it when it ends the checkout.
+    let arrival = handOff.pointee.arrive(entry, from: me, mayServe: mayServe) {
+      sw_uptr_load(lock.checkoutThread) & ~1 == me
+    }
     if isWrite { sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1) }
     let tookOver = arrival.setQueued && lock.markQueued()
     // A `checkout()` or a `writeNext` that took the free checkout is the only entry: it is

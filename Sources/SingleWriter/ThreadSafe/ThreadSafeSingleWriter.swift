@@ -52,9 +52,11 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   @usableFromInline let pending: UnsafeMutablePointer<FIFO<Pending>>
   /// Entries popped from the queue to run, by every server: the position of the one
   /// running, against what a server owes (`HandOff.owedThrough`). Touched only by the
-  /// checkout's holder, ordered like `spare`; not in `HandOff`, whose other fields only
-  /// its lock guards.
-  @usableFromInline @exclusivity(unchecked) var ran: UInt64 = 0
+  /// checkout's holder, ordered like `spare`, on the server's cache line (sw_writer.h).
+  @inlinable var ran: UInt64 {
+    get { lock.ranEntries.pointee }
+    set { lock.ranEntries.pointee = newValue }
+  }
   /// Where observers learn of changes; see Observation/ChangeHub.swift.
   @usableFromInline let hub = ChangeHub()
   /// The most `writeNext` writes that may wait at once; `Int.max` when unbounded.

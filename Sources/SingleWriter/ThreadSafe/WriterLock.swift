@@ -48,6 +48,7 @@ struct WriterLock {
   @inlinable var startedWrites: UnsafeMutablePointer<sw_atomic_uptr> {
     sw_ts_started_writes(sync)
   }
+  @inlinable var ranEntries: UnsafeMutablePointer<UInt64> { sw_ts_ran(sync) }
   @inlinable var roomWanted: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_room_wanted(sync) }
   @inlinable var room: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_room(sync) }
 

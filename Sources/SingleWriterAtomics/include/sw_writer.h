@@ -151,6 +151,12 @@ typedef struct {
   struct {
   /// How many queued writes a server has started; stored only by the checkout's holder.
   sw_atomic_uptr started_writes;
+  /// How many entries servers have taken to run, drain markers and waiters included: the
+  /// position of the one running, against what a server owes (HandOff.swift). Touched
+  /// only by the checkout's holder, so a plain field, ordered like the value by the state
+  /// word's acquire and release. Stored per entry: on the enqueuers' line, or among the
+  /// container's own fields, which every `writeNext` reads, each store cost them a move.
+  uint64_t ran;
   /// Set by a `writeNext` that waits for room in a bounded backlog; the server clears it
   /// and bumps `room` when it starts a write.
   sw_atomic_u32 room_wanted;
@@ -185,6 +191,7 @@ static inline sw_atomic_uptr *sw_ts_gate_thread(sw_ts_sync *s) { return &s->gate
 static inline sw_atomic_u32 *sw_ts_gate_sleeps(sw_ts_sync *s) { return &s->gate_sleeps; }
 static inline sw_atomic_uptr *sw_ts_arrived_writes(sw_ts_sync *s) { return &s->arrived_writes; }
 static inline sw_atomic_uptr *sw_ts_started_writes(sw_ts_sync *s) { return &s->started_writes; }
+static inline uint64_t *sw_ts_ran(sw_ts_sync *s) { return &s->ran; }
 static inline sw_atomic_u32 *sw_ts_room_wanted(sw_ts_sync *s) { return &s->room_wanted; }
 static inline sw_atomic_u32 *sw_ts_room(sw_ts_sync *s) { return &s->room; }
 
