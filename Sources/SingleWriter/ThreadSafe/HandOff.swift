@@ -82,19 +82,17 @@ struct HandOff<Entry> {
   /// `thread` queues `entry` at the back. Only a thread that waits for the call's return
   /// (`mayServe`: `writeNext`, `withWriter`) may be chosen to take over serving; a task's
   /// entry never is, since its thread must not serve before it suspends. `holding`:
-  /// whether `thread` holds the checkout now, so that the write is its own debt. Asked
-  /// only while nobody serves: a server holds the checkout itself, and the holder's line,
-  /// which the answer reads, is the one a server writes for every entry it runs.
+  /// `thread` holds the checkout now, so the write is its own debt; the caller asks only
+  /// while nobody serves (see `ThreadSafeSingleWriter.arrive`).
   @inlinable mutating func arrive(
-    _ entry: Entry, from thread: UInt, mayServe: Bool = true, holding: () -> Bool = { false }
+    _ entry: Entry, from thread: UInt, mayServe: Bool = true, holding: Bool = false
   ) -> Arrival {
     inbox.append(entry)
     arrived &+= 1
     var chosen: Waiter?
     // The rows of `arrive` overlap: one from the holder with `queued` clear does both.
     TransitionRow.handOffArriveSettingQueued.reached(if: !queued)
-    let holds = server == 0 && holding()
-    if holds {
+    if holding, thread != server {
       TransitionRow.handOffArriveFromTheHolder.reached()
       holderThread = thread
       holderOwes = taken &+ UInt64(inbox.count)
@@ -108,7 +106,7 @@ struct HandOff<Entry> {
       successor = chosen
     }
     TransitionRow.handOffArriveBehind.reached(
-      if: queued && !holds && chosen == nil)
+      if: queued && (!holding || thread == server) && chosen == nil)
     let yield =
       chosen == nil && inbox.count > HandOffPolicy.yieldingBacklog && server != 0
       && server != thread
