@@ -116,7 +116,10 @@ import Testing
     let result = await #expect(
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
     ) {
-      attackWatchdog(20, "writeNext inside a read, chosen to serve")
+      // A watchdog, not a timing: alone it ends in 4 s, 6 under ThreadSanitizer; in the
+      // parallel ThreadSanitizer suite, beside tests that keep both cores spinning, it
+      // once passed 20 s.
+      attackWatchdog(60, "writeNext inside a read, chosen to serve")
       let a = ThreadSafeSingleWriter(value: 0)
       let stop = Locked(false)
       let reader = Locked<UInt>(0)
