@@ -117,9 +117,9 @@ import Testing
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
     ) {
       // A watchdog, not a timing: alone it ends in 4 s, 6 under ThreadSanitizer; in the
-      // parallel ThreadSanitizer suite, beside tests that keep both cores spinning, it
-      // once passed 20 s.
-      attackWatchdog(60, "writeNext inside a read, chosen to serve")
+      // parallel ThreadSanitizer suite, where every body it serves runs several times
+      // slower and other tests keep both cores busy, it once passed 20 s.
+      attackWatchdog(120, "writeNext inside a read, chosen to serve")
       let a = ThreadSafeSingleWriter(value: 0)
       let stop = Locked(false)
       let reader = Locked<UInt>(0)
