@@ -16,6 +16,15 @@ extension ScheduleScenarioTests {
     var values: [Int] = []
   }
 
+  /// Cancels `task` as one scheduling step. The runtime runs the cancellation handler
+  /// holding the task's status lock, which a thread resuming that task waits for: a lock
+  /// the scheduler cannot see, so the cancellation must not be split by a switch.
+  static func cancelInOneStep<Success, Failure>(_ task: Task<Success, Failure>) {
+    sw_sched_hold(true)
+    task.cancel()
+    sw_sched_hold(false)
+  }
+
   /// An `await write` and an `await writeUnlessCancelled` queue behind a held proxy, and a
   /// third task cancels the second, racing the release that serves them: the first is run
   /// by the serving thread, in turn; the second is skipped if cancelled before its turn,
@@ -57,12 +66,7 @@ extension ScheduleScenarioTests {
               tasks.finished += 1
             }
             Task(executorPreference: executor) {
-              // The runtime runs the cancellation handler holding the task's status lock,
-              // which a thread resuming that task waits for: a lock the scheduler cannot
-              // see, so the cancellation is one step for it, racing the server's turn.
-              sw_sched_hold(true)
-              cancellable.cancel()
-              sw_sched_hold(false)
+              Self.cancelInOneStep(cancellable)
               tasks.finished += 1
             }
             executor.run { tasks.finished == 3 }
@@ -114,10 +118,7 @@ extension ScheduleScenarioTests {
           },
           {
             while handle.task == nil { sw_yield_thread() }
-            // One step for the scheduler, as in `asyncWritesAreServedInTurnOrSkipped…`.
-            sw_sched_hold(true)
-            handle.task!.cancel()
-            sw_sched_hold(false)
+            Self.cancelInOneStep(handle.task!)
           },
         ],
         check: {
@@ -164,10 +165,7 @@ extension ScheduleScenarioTests {
               tasks.finished += 1
             }
             Task(executorPreference: executor) {
-              // One step for the scheduler, as in `asyncWritesAreServedInTurnOrSkipped…`.
-              sw_sched_hold(true)
-              checkout.cancel()
-              sw_sched_hold(false)
+              Self.cancelInOneStep(checkout)
               tasks.finished += 1
             }
             executor.run { tasks.finished == 2 }

@@ -12,13 +12,6 @@ func now() -> UInt64 {
   DispatchTime.now().uptimeNanoseconds
 }
 
-/// What the uses share: the token, when it expires, and how often it was used.
-struct Session: Sendable {
-  var token = 0
-  var expiresAt: UInt64 = 0
-  var uses = 0
-}
-
 /// What one task saw, written only by that task while it runs and read by the main thread
 /// after `DispatchGroup.wait()`, which orders the writes.
 final class TaskRecord: @unchecked Sendable {
@@ -38,41 +31,10 @@ final class TaskRecord: @unchecked Sendable {
   var refreshWaitCount = 0
 }
 
-/// Counts that prove the single flight: fetches in flight now and at most, and writes that
-/// ran while one was in flight (with the old token).
-final class FlightLog: Sendable {
-  let inFlight = Atomic(0)
-  let maxInFlight = Atomic(0)
-  let refreshes = Atomic(0)
-  let staleWrites = Atomic(0)
-
-  func beginRefresh() {
-    let now = inFlight.add(1, ordering: .acquiringAndReleasing).newValue
-    _ = maxInFlight.max(now, ordering: .relaxed)
-    refreshes.add(1, ordering: .relaxed)
-  }
-  func endRefresh() { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
-  var refreshing: Bool { inFlight.load(ordering: .acquiring) > 0 }
-}
-
 /// How long a token lives and how long fetching one takes.
 struct TokenTerms: Sendable {
   let lifetimeNs: UInt64
   let fetchMicroseconds: Int
-}
-
-/// The simulated call to the token server.
-func fetchToken(after previous: Int, microseconds: Int) async -> Int {
-  try? await Task.sleep(nanoseconds: UInt64(microseconds) * 1_000)
-  return previous + 1
-}
-
-/// One use of the token in a write: counts it, and counts it as stale if a fetch is in
-/// flight (the new token is on its way, so this one has expired).
-@inline(__always)
-func countUse(_ session: inout Session, _ log: FlightLog) {
-  if log.refreshing { log.staleWrites.add(1, ordering: .relaxed) }
-  session.uses += 1
 }
 
 /// A container under one workload.
@@ -119,7 +81,7 @@ final class SingleWriterRefresh: Workload {
     }
     let log = self.log
     let asked = now()
-    await session.write { countUse(&$0, log) }
+    await session.write { log.countUse(in: &$0) }
     record.writeWaits.record(now() &- asked)
   }
 
@@ -158,7 +120,7 @@ actor ActorRefresh: Workload {
       }
       break
     }
-    countUse(&session, log)
+    log.countUse(in: &session)
   }
 
   /// Waits for `fetch` and installs its token unless a newer one already is.

@@ -8,46 +8,6 @@ import Foundation
 import SingleWriter
 import Synchronization
 
-/// What the writes share: the token, when it expires, and how often it was used.
-struct Session: Sendable {
-  var token = 0
-  var expiresAt: UInt64 = 0
-  var uses = 0
-}
-
-/// Counts that prove the single flight: refreshes in flight now and at most, and writes
-/// that ran while one was in flight (with the old token).
-final class FlightLog: Sendable {
-  let inFlight = Atomic(0)
-  let maxInFlight = Atomic(0)
-  let refreshes = Atomic(0)
-  let staleWrites = Atomic(0)
-  /// Writes that began while a refresh was in flight: they had to wait for it.
-  let waitedForRefresh = Atomic(0)
-
-  func beginRefresh() {
-    let now = inFlight.add(1, ordering: .acquiringAndReleasing).newValue
-    _ = maxInFlight.max(now, ordering: .relaxed)
-    refreshes.add(1, ordering: .relaxed)
-  }
-  func endRefresh() { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
-  var refreshing: Bool { inFlight.load(ordering: .acquiring) > 0 }
-}
-
-/// The simulated call to the token server.
-func fetchToken(after previous: Int, microseconds: Int) async -> Int {
-  try? await Task.sleep(nanoseconds: UInt64(microseconds) * 1_000)
-  return previous + 1
-}
-
-/// One use of the token in a write: counts it, and counts it as stale if a fetch is in
-/// flight (the new token is on its way, so this one has expired).
-@inline(__always)
-func use(_ session: inout Session, _ log: FlightLog) {
-  if log.refreshing { log.staleWrites.add(1, ordering: .relaxed) }
-  session.uses += 1
-}
-
 /// What a token store is made with: where it logs the flights, how long a token lives, and
 /// how long a fetch takes.
 struct TokenTerms: Sendable {
@@ -97,7 +57,7 @@ final class SingleWriterStore: TokenStore {
     if log.refreshing { log.waitedForRefresh.add(1, ordering: .relaxed) }
     if write {
       let log = self.log
-      await session.write { use(&$0, log) }
+      await session.write { log.countUse(in: &$0) }
     } else {
       sink(state.token)
     }
@@ -138,7 +98,7 @@ actor ActorStore: TokenStore {
       break
     }
     if write {
-      use(&session, log)
+      log.countUse(in: &session)
     } else {
       sink(session.token)
     }
