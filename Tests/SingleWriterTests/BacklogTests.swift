@@ -225,4 +225,53 @@ import Testing
     await box.drained()
     #expect(box.read == 5)
   }
+
+  /// A proxy a task took is that task's, not its thread's: another task that runs on the
+  /// same thread while the first is suspended is held back by the bound like anyone else.
+  /// The thread, here an actor's own, must not count as the holder's.
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ExecutorJob
+  @Test func anotherTaskOnTheThreadWhereATaskTookItsProxyIsHeldBack() async {
+    let box = ThreadSafeSingleWriter(value: 0, maxQueuedWrites: 4)
+    let pinned = PinnedToOneThread()
+    let held = await pinned.takeWriter(of: box)
+    #expect(held.withLock { $0 != nil })
+    let produced = Counter()
+    let producer = Task.detached {
+      await pinned.run {
+        for _ in 0..<10 {
+          box.writeNext { $0.write += 1 }
+          produced.add(1)
+        }
+      }
+    }
+    await waitUntil { produced.load() == 4 }
+    try? await Task.sleep(for: .milliseconds(20))
+    #expect(produced.load() == 4)
+    #expect(box.queuedWrites == 4)
+    held.withLock { $0 = nil }
+    await producer.value
+    await box.drained()
+    #expect(box.read == 10)
+  }
+}
+
+/// An actor whose jobs all run on one thread of its own, so that two tasks calling it run
+/// on the same thread in turn.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ExecutorJob
+private actor PinnedToOneThread {
+  static let executor = OwnThreadExecutor()
+
+  nonisolated var unownedExecutor: UnownedSerialExecutor {
+    Self.executor.asUnownedSerialExecutor()
+  }
+
+  /// Takes the writer on this actor's thread, in the calling task, and hands it back in a
+  /// box the caller releases later, from wherever it resumes.
+  func takeWriter(
+    of box: ThreadSafeSingleWriter<Int>
+  ) -> Locked<ThreadSafeWriterProxy<Int>?> {
+    Locked(box.writer)
+  }
+
+  func run(_ body: @Sendable () -> Void) { body() }
 }

@@ -4,6 +4,31 @@ import SingleWriterAtomics
 // counters, each stored by one side only: enqueuers count arrivals under the hand-off's
 // lock, and the thread serving the queue counts the writes it starts.
 extension ThreadSafeSingleWriter where Value: ~Copyable {
+  /// Wraps `value`, with at most `maxQueuedWrites` ``writeNext(fileID:function:line:_:)`` writes waiting at
+  /// once: a bounded backlog, so that memory stays bounded under any storm of writes.
+  ///
+  /// ```swift
+  /// let log = ThreadSafeSingleWriter(value: [String](), maxQueuedWrites: 1_024)
+  /// log.writeNext { $0.write.append(line) }  // waits for room while 1,024 are queued
+  /// ```
+  ///
+  /// A `writeNext` that finds the backlog full waits for room, blocking its thread as
+  /// ``withWriter(fileID:function:line:_:)`` does, instead of queueing; nothing is lost.
+  /// It never waits for room that only it could make: from the checkout's holder (a proxy
+  /// taken by this task, or on this thread outside any task, a closure write's body, a
+  /// queued body being served here) or from inside this container's `read { }`, it
+  /// queues past the bound. Other waits are not bounded by it: `await write` and
+  /// `checkout()` suspend as before, and a `withWriter` that queued waits in its own
+  /// thread. Since a `writeNext` may now wait for the queued bodies to run, a queued body
+  /// must not wait for a thread that calls `writeNext` on this container; and in async
+  /// code, where waiting blocks a thread of the cooperative pool that a task holding the
+  /// checkout may need in order to release it, use `await write`.
+  @inlinable
+  public convenience init(value: consuming sending Value, maxQueuedWrites: Int) {
+    precondition(maxQueuedWrites > 0, "maxQueuedWrites must be at least 1")
+    self.init(value: value, bound: maxQueuedWrites)
+  }
+
   /// How many writes wait behind the checkout now: queued `writeNext` bodies, and
   /// `await write`, `checkout()` and `withWriter` calls that queued for their turn.
   ///

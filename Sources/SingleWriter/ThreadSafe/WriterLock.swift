@@ -169,10 +169,14 @@ struct WriterLock {
     return true
   }
 
-  /// Records the current task, if any, as the holder of a proxy just checked out.
+  /// Records the current task, if any, as the holder of a proxy just checked out, in
+  /// place of the thread: the task may resume on other threads, and the thread may run
+  /// other tasks, or exit and have its id taken by a new thread, while the proxy lives.
   @usableFromInline func recordHoldingTask() {
     let task = sw_current_task()
-    if task != 0 { sw_uptr_store(checkoutTask, task) }
+    guard task != 0 else { return }
+    sw_uptr_store(checkoutTask, task)
+    sw_uptr_store(checkoutThread, 0)
   }
 
   /// Whether a proxy that `task` took holds the checkout (never for task 0).
