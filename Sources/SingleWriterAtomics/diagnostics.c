@@ -230,6 +230,26 @@ uintptr_t sw_current_task(void) {
 #endif
 }
 
+uintptr_t sw_current_task_holder(void) {
+  uintptr_t task = sw_current_task();
+  if (task == 0) return 0;
+#if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
+  // The runtime numbers tasks from a process-wide counter, and a task's address is reused
+  // once it is freed: the number, where the runtime says it.
+  typedef __attribute__((swiftcall)) uint64_t (*task_id)(void *);
+  static _Atomic(uintptr_t) slot;
+  task_id get = (task_id)sw_symbol(&slot, "swift_task_getJobTaskId");
+  uint64_t id = get ? get((void *)task) : 0;
+  if (id != 0) return ((uintptr_t)id << 1) | 1;
+#endif
+  return task | 1;
+}
+
+uintptr_t sw_current_holder(void) {
+  uintptr_t task = sw_current_task_holder();
+  return task != 0 ? task : sw_current_thread_serial();
+}
+
 uintptr_t sw_current_executor_identity(void) {
 #if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
   // Swift's calling convention; looked up, not linked, as `swift_demangle` is above.

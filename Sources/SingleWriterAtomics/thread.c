@@ -24,6 +24,18 @@ uintptr_t sw_current_thread_slow(void) {
 
 _Thread_local sw_reading_marks sw_reading;
 
+_Thread_local uintptr_t sw_thread_serial;
+
+/// The last serial handed out.
+static _Atomic(uintptr_t) sw_thread_serials;
+
+uintptr_t sw_assign_thread_serial(void) {
+  uintptr_t serial =
+      (atomic_fetch_add_explicit(&sw_thread_serials, 1, memory_order_relaxed) + 1) << 1;
+  sw_thread_serial = serial;
+  return serial;
+}
+
 _Thread_local void *sw_lock_order_stack_pointer;
 
 /// The marks past `SW_READING_DEPTH`, and how many the buffer holds; the buffer is also in

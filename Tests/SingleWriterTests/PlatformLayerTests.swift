@@ -31,7 +31,7 @@ import Testing
       #expect(holder == 0)
     }
     #expect(lineOf(sw_ts_writing_thread(sync)) == 0)
-    #expect(lineOf(sw_ts_checkout_task(sync)) == 0)
+    #expect(lineOf(sw_ts_checkout_holder(sync)) == 0)
     #expect(lineOf(sw_ts_queued_hint(sync)) == 1)
     #expect(lineOf(sw_ts_hand_off_lock(sync)) == 1)
     #expect(lineOf(sw_ts_arrived_writes(sync)) == 1)
@@ -50,6 +50,45 @@ import Testing
     #expect(there != 0)
     #expect(there & 1 == 0)
     #expect(there != here)
+  }
+
+  /// A proxy's holder is recorded by an identity no later task or thread is given: two
+  /// tasks in turn, which the runtime may give the same memory, and two threads in turn,
+  /// which may be given the same thread pointer, are told apart; a task is the same one
+  /// across a suspension, on whatever thread it resumes.
+  @Test func holderIdentitiesAreNeverReusedAndATasksSurvivesItsSuspensions() async {
+    var tasks = Set<UInt>()
+    var holders = Set<UInt>()
+    for _ in 0..<50 {
+      let (task, holder, resumed) = await Task.detached { () -> (UInt, UInt, UInt) in
+        let task = sw_current_task()
+        let holder = sw_current_task_holder()
+        await Task.yield()
+        return (task, holder, sw_current_task_holder())
+      }.value
+      #expect(holder & 1 == 1)
+      #expect(resumed == holder)
+      #expect(sw_current_holder() != holder)
+      tasks.insert(task)
+      holders.insert(holder)
+    }
+    #expect(holders.count == 50, "task addresses reused: \(50 - tasks.count)")
+    var threads = Set<UInt>()
+    var serials = Set<UInt>()
+    for _ in 0..<20 {
+      let (thread, serial, holder, inTask) = await runOnThread(stackSize: 1 << 20) {
+        (
+          sw_current_thread(), sw_current_thread_serial(), sw_current_holder(),
+          sw_current_task_holder()
+        )
+      }
+      #expect(serial != 0 && serial & 1 == 0)
+      #expect(holder == serial)
+      #expect(inTask == 0)
+      threads.insert(thread)
+      serials.insert(serial)
+    }
+    #expect(serials.count == 20, "thread ids reused: \(20 - threads.count)")
   }
 
   @Test func aTimedWaitGivesUpAfterItsTimeout() {

@@ -6,7 +6,7 @@ import Testing
 @testable import SingleWriter
 
 /// The self-deadlock checks and the marks behind them (`checkoutThread`, `writingThread`,
-/// `gateThread`, `checkoutTask`): misuse stops with a message, and legal programs leave
+/// `gateThread`, `checkoutHolder`): misuse stops with a message, and legal programs leave
 /// no mark behind.
 @Suite struct ThreadSafeSingleWriterMarkTests {
   // MARK: True warnings, No write inside a read (Promises.md)
@@ -161,7 +161,7 @@ import Testing
         #expect(sw_uptr_load(box.lock.checkoutThread) == 0, "round \(round)")
         #expect(sw_uptr_load(box.lock.writingThread) == 0, "round \(round)")
         #expect(sw_uptr_load(box.lock.gateThread) == 0, "round \(round)")
-        #expect(sw_uptr_load(box.lock.checkoutTask) == 0, "round \(round)")
+        #expect(sw_uptr_load(box.lock.checkoutHolder) == 0, "round \(round)")
         #expect(!box.lock.word.isCheckedOut, "round \(round)")
       }
       #expect(expected >= 156, "round \(round)")
@@ -188,7 +188,7 @@ import Testing
       #expect(sw_uptr_load(box.lock.checkoutThread) == 0, "round \(round)")
       #expect(sw_uptr_load(box.lock.writingThread) == 0, "round \(round)")
       #expect(sw_uptr_load(box.lock.gateThread) == 0, "round \(round)")
-      #expect(sw_uptr_load(box.lock.checkoutTask) == 0, "round \(round)")
+      #expect(sw_uptr_load(box.lock.checkoutHolder) == 0, "round \(round)")
     }
   }
 }

@@ -2,7 +2,9 @@
 // `Mutex.withLock` and an actor called from the same tasks. Every task yields every 256
 // increments, as async code that awaits anything does, so that all of them progress even
 // with more tasks than pool threads. A round counts only if every task was running during
-// most of it (the window from the last task's start to the first task's end).
+// most of it (the window from the last task's start to the first task's end). Each is
+// measured twice: written in the task's loop, and as a client writes it, one call inside
+// an async function of its own that the loop calls.
 //
 //   swift run -c release --package-path Benchmarks AsyncContended [--rounds N] [--ops N]
 
@@ -19,6 +21,20 @@ enum Kind: String, CaseIterable {
   case actor = "actor"
   case awaitWrite = "await write"
   case withWriter = "withWriter, from the same tasks"
+  case mutexInFunction = "Mutex.withLock, in a function"
+  case actorInFunction = "actor, in a function"
+  case awaitWriteInFunction = "await write, in a function"
+
+  /// Whether each call is made inside an async function of its own.
+  var inFunction: Bool {
+    switch self {
+    case .mutex, .actor, .awaitWrite, .withWriter: return false
+    case .mutexInFunction, .actorInFunction, .awaitWriteInFunction: return true
+    }
+  }
+  /// What this row is compared with: the same shape of call.
+  var mutex: Kind { inFunction ? .mutexInFunction : .mutex }
+  var actor: Kind { inFunction ? .actorInFunction : .actor }
 }
 
 actor CounterActor {
@@ -27,6 +43,15 @@ actor CounterActor {
 }
 
 final class SharedMutex: Sendable { let mutex = Mutex(0) }
+
+// One call each, out of line, as a client's request handler or model method makes it.
+@inline(never) func incrementInFunction(_ mutex: SharedMutex) async {
+  mutex.mutex.withLock { $0 += 1 }
+}
+@inline(never) func incrementInFunction(_ actor: CounterActor) async { await actor.increment() }
+@inline(never) func incrementInFunction(_ box: ThreadSafeSingleWriter<Int>) async {
+  await box.write { $0 += 1 }
+}
 
 /// What one task saw: its running window and each call's latency.
 struct TaskRecord: Sendable {
@@ -54,6 +79,9 @@ func runRound(_ kind: Kind, tasks: Int, ops: Int) async -> (
           case .actor: await actor.increment()
           case .awaitWrite: await box.write { $0 += 1 }
           case .withWriter: box.withWriter { $0 += 1 }
+          case .mutexInFunction: await incrementInFunction(mutex)
+          case .actorInFunction: await incrementInFunction(actor)
+          case .awaitWriteInFunction: await incrementInFunction(box)
           }
           record.latencies.record(now() &- called)
           if index & 255 == 255 { await Task.yield() }
@@ -71,9 +99,9 @@ func runRound(_ kind: Kind, tasks: Int, ops: Int) async -> (
   let window = Double(Int64(records.map(\.end).min()!) - Int64(records.map(\.start).max()!))
   let total: Int
   switch kind {
-  case .mutex: total = mutex.mutex.withLock { $0 }
-  case .actor: total = await actor.value
-  case .awaitWrite, .withWriter: total = box.read
+  case .mutex, .mutexInFunction: total = mutex.mutex.withLock { $0 }
+  case .actor, .actorInFunction: total = await actor.value
+  case .awaitWrite, .withWriter, .awaitWriteInFunction: total = box.read
   }
   return (Double(last - first) / 1e9, max(0, window) / Double(last - first), records, total)
 }
@@ -110,6 +138,7 @@ for tasks in [2, 4] {
     }
   }
   func median(_ kind: Kind) -> Double { (rates[kind] ?? [0]).median()! }
+  // Rows in a function are compared with `Mutex` and the actor in a function.
   print("\n\(tasks) tasks | increments/s | × Mutex | × actor | latency p50 | p99 | p99.9 | max")
   print("--- | ---: | ---: | ---: | ---: | ---: | ---: | ---:")
   for kind in Kind.allCases {
@@ -118,14 +147,17 @@ for tasks in [2, 4] {
     print(
       "\(kind.rawValue) | \(String(format: "%.2f M", median(kind) / 1e6)) | "
         + String(
-          format: "%.2fx | %.2fx", median(kind) / median(.mutex), median(kind) / median(.actor))
+          format: "%.2fx | %.2fx", median(kind) / median(kind.mutex),
+          median(kind) / median(kind.actor))
         + " | " + quantiles.joined(separator: " | "))
   }
   // Powers of two of ns (1 µs = 1,024 ns), then exactly 10 ms.
   let names = ["< 1 µs", "1–16 µs", "16 µs–1 ms", "1–10 ms", "> 10 ms"]
-  let counts = latencies[.awaitWrite]!.counts(splitAt: [1 << 10, 1 << 14, 1 << 20])
-  print("\n`await write` waits at \(tasks) tasks:", terminator: "")
-  for (name, count) in zip(names, counts) { print(" \(name): \(count)", terminator: ";") }
+  for kind in [Kind.awaitWrite, .awaitWriteInFunction] {
+    let counts = latencies[kind]!.counts(splitAt: [1 << 10, 1 << 14, 1 << 20])
+    print("\n`\(kind.rawValue)` waits at \(tasks) tasks:", terminator: "")
+    for (name, count) in zip(names, counts) { print(" \(name): \(count)", terminator: ";") }
+  }
   print()
 }
 print(valid ? "\nvalid: every round exact" : "\nINVALID: writes were lost")

@@ -133,7 +133,6 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     unlessCancelled: Bool, waiter: TaskWaiter = TaskWaiter(),
     _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
-    let me = sw_current_task()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         waiter.continuation = continuation
@@ -145,7 +144,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         // Waiting behind a checkout this task holds may never end: warn after a second.
         // A proxy from `writer` or `checkout()` carries the id of the task that took it,
         // wherever the task has run since; a thread says nothing about a task.
-        if lock.isHeld(byTask: me) { warnIfStillWaiting(waiter, task: me) }
+        let holder = lock.holder
+        if holder & 1 != 0, holder == sw_current_task_holder() {
+          warnIfStillWaiting(waiter, holder: holder)
+        }
         enqueue(entry(waiter))
       }
     } onCancel: {
@@ -199,8 +201,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       // It waits for the queue, which waits for whatever its bodies take.
       LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
     #endif
-    let task = sw_current_task()
-    if lock.isHeld(byTask: task) {
+    if lock.isHeldByThisTask() {
       selfDeadlockFailure(
         """
         ThreadSafeSingleWriter: drained() in a task that holds a proxy it took from \
@@ -216,13 +217,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// Only a task that holds the checkout as it queues can be in that state (it cannot
   /// check out while it waits), so no other wait starts the timer.
-  func warnIfStillWaiting(_ waiter: TaskWaiter, task: UInt) {
+  func warnIfStillWaiting(_ waiter: TaskWaiter, holder: UInt) {
     Task { [weak self] in
       try? await Task.sleep(nanoseconds: HandOffPolicy.deadlockWarning)
       // `self` held across the loads: the container frees the lock's memory.
-      guard let self, waiter.current == .waiting,
-        self.lock.isHeld(byTask: task)
-      else { return }
+      guard let self, waiter.current == .waiting, self.lock.holder == holder else { return }
       sw_print_error(
         """
         SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that this \
@@ -279,7 +278,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
         guard await waitAgain(waiter) else { throw CancellationError() }
       }
     }
-    sw_uptr_store(lock.checkoutTask, sw_current_task())
+    lock.recordHolder()
     #if DEBUG
       LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
     #endif

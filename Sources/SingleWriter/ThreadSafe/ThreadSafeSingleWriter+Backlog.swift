@@ -67,9 +67,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// not if the room could only come from this thread or task (see
   /// `init(value:maxQueuedWrites:)`); it then queues past the bound.
   @usableFromInline func waitsForRoom(_ me: UInt) -> Bool {
-    !(sw_uptr_load(lock.checkoutThread) & ~1 == me || sw_reading_contains(lock.sync)
-      || lock.isHeld(byTask: sw_current_task())
-      || lock.withHandOffLock({ handOff.pointee.server == me }))
+    !(sw_uptr_load(lock.checkoutThread) == scoped(me) || sw_reading_contains(lock.sync)
+      || lock.isHeldHere() || lock.withHandOffLock({ handOff.pointee.server == me }))
   }
 
   /// A bounded backlog admits a `writeNext` only with room, counted under the same lock

@@ -44,12 +44,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
     if inPlace {
-      sw_uptr_store(lock.checkoutThread, sw_current_thread())
-      lock.recordHoldingTask()
+      lock.recordHolder()
     } else {
       // Kept by another thread's body: who holds it now is not known here, and a warning
       // that named this thread or task would be false.
       sw_uptr_store(lock.checkoutThread, 0)
+      sw_uptr_store(lock.checkoutHolder, 0)
     }
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)

@@ -88,12 +88,14 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   func arrive(
     _ entry: Pending, from me: UInt, mayServe: Bool, isWrite: Bool
   ) -> (HandOff<Pending>.Arrival, Bool) {
-    // Queued by the checkout's holder (a proxy taken on this thread, or a closure write or
-    // in-place body running here): this thread owes it when it ends the checkout. Asked
-    // only while nobody serves: a server holds the checkout itself, and the holder's line,
-    // which the answer reads, is the one a server writes for every entry it runs.
+    // Queued by the checkout's holder (a closure write or in-place body running here, or
+    // a proxy this task, or this thread outside a task, took): this thread owes it when it
+    // ends the checkout. Asked only while nobody serves: a server holds the checkout
+    // itself, and the holder's line, which the answer reads, is the one a server writes
+    // for every entry it runs.
     let holding =
-      handOff.pointee.server == 0 && sw_uptr_load(lock.checkoutThread) & ~1 == me
+      handOff.pointee.server == 0
+      && (sw_uptr_load(lock.checkoutThread) == scoped(me) || lock.isHeldHere())
     let arrival = handOff.pointee.arrive(
       entry, from: me, mayServe: mayServe, holding: holding)
     if isWrite { sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1) }

@@ -18,9 +18,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     let waiter = Waiter()
     enqueue(.waiter(waiter))
     // A checkout this thread or task holds through a proxy may never come back.
-    let task = sw_current_task()
     waiter.wait(sleepingOnGateOf: lock, takingBack: { takeBackStaleOffer(for: waiter) }) {
-      lock.isHeld(byTask: task, orThread: me)
+      lock.isHeldHere()
     }
     lock.beginClosureWrite()
   }

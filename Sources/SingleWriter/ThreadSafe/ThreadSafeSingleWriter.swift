@@ -272,10 +272,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   public func writer(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
   ) -> ThreadSafeWriterProxy<Value>? {
-    guard lock.tryCheckout(as: sw_current_thread()) else { return nil }
-    // Whose it is, for the deadlock warnings: a task's proxy is the task's wherever it
-    // resumes. Out of line, one runtime call: this path allocates a proxy anyway.
-    lock.recordHoldingTask()
+    guard lock.tryCheckout(as: 0) else { return nil }
+    // Whose it is, for the bounded backlog and the deadlock warnings: a task's proxy is
+    // the task's wherever it resumes. Out of line: this path allocates a proxy anyway.
+    lock.recordHolder()
     #if DEBUG
       LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
     #endif

@@ -101,6 +101,7 @@ extension ThreadSafeWriterProxy {
         _fixLifetime(self)
       }
       lock.checkLend(generation)
+      lock.recordAccessor()
       yield &value.pointee
     }
   }

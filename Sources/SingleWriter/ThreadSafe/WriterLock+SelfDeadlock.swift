@@ -1,17 +1,17 @@
 import SingleWriterAtomics
 
 extension WriterLock {
-  /// Whether this thread holds a write access (a closure write's body, or an access
-  /// through a proxy) that a wait for the writer or the value would wait behind.
+  /// Whether this thread or task holds a write access (a closure write's body, or an
+  /// access through a proxy) that a wait for the writer or the value would wait behind.
   ///
-  /// An access begun on this thread may be another task's, suspended across an `await`
-  /// (an async mutating method called through `proxy.write`): a wait for it ends when
-  /// that task resumes. A proxy taken in a task names that task, so only an access of
-  /// this task's, or of no task's, is this thread's own.
+  /// An access through a proxy that owns its checkout, made in a task, is that task's
+  /// (`recordAccessor`): the task may suspend inside it (an async mutating method called
+  /// through `proxy.write`) and resume on another thread, while other tasks, whose waits
+  /// end when it resumes, run on this one. Any other access is its thread's.
   @usableFromInline func isAccessing(_ me: UInt) -> Bool {
-    guard sw_uptr_load(writingThread) == me, word.isWriting else { return false }
-    let holder = sw_uptr_load(checkoutTask)
-    return holder == 0 || holder == sw_current_task()
+    guard word.isWriting else { return false }
+    let accessor = sw_uptr_load(writingThread)
+    return accessor == me || (accessor != 0 && accessor == sw_current_task())
   }
 
   /// Stops a write to this container from inside one of its `read { }` closures on this

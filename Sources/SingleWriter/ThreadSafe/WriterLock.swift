@@ -33,8 +33,8 @@ struct WriterLock {
   @inlinable var writingThread: UnsafeMutablePointer<sw_atomic_uptr> {
     sw_ts_writing_thread(sync)
   }
-  @inlinable var checkoutTask: UnsafeMutablePointer<sw_atomic_uptr> {
-    sw_ts_checkout_task(sync)
+  @inlinable var checkoutHolder: UnsafeMutablePointer<sw_atomic_uptr> {
+    sw_ts_checkout_holder(sync)
   }
   @inlinable var lendWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_lend_word(sync) }
   @inlinable var gateWanted: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_wanted(sync) }
@@ -162,39 +162,48 @@ struct WriterLock {
   // MARK: Checkout
 
   /// Takes the checkout if nobody holds it (so nothing is queued either). `thread` is
-  /// recorded as the holder, for the self-deadlock checks.
+  /// recorded as the holder's scope mark (0 for a proxy), for the self-deadlock checks.
   @inlinable @inline(__always) func tryCheckout(as thread: UInt) -> Bool {
     guard update(guessing: WriterWord(raw: 0), { $0.checkout() }) != nil else { return false }
     sw_uptr_store(checkoutThread, thread)
     return true
   }
 
-  /// Records the current task, if any, as the holder of a proxy just checked out, in
-  /// place of the thread: the task may resume on other threads, and the thread may run
-  /// other tasks, or exit and have its id taken by a new thread, while the proxy lives.
-  @usableFromInline func recordHoldingTask() {
-    let task = sw_current_task()
-    guard task != 0 else { return }
-    sw_uptr_store(checkoutTask, task)
+  /// Records the caller as the holder of a proxy that owns the checkout now: a task, if
+  /// it runs in one, wherever it resumes, or else its thread, whatever that runs. An
+  /// identity no later caller is given (see `sw_current_holder`): the proxy may outlive
+  /// the task or thread that took it.
+  @usableFromInline func recordHolder() {
     sw_uptr_store(checkoutThread, 0)
+    sw_uptr_store(checkoutHolder, sw_current_holder())
   }
 
-  /// Whether a proxy that `task` took holds the checkout (never for task 0).
-  func isHeld(byTask task: UInt) -> Bool {
-    task != 0 && sw_uptr_load(checkoutTask) == task
+  /// Who took the proxy that holds the checkout (see `recordHolder`), or 0.
+  @inlinable var holder: UInt { sw_uptr_load(checkoutHolder) }
+
+  /// Whether this task took the proxy that holds the checkout, wherever it has run since.
+  func isHeldByThisTask() -> Bool {
+    let holder = holder
+    return holder & 1 != 0 && holder == sw_current_task_holder()
   }
 
-  /// Whether a proxy that `task` took, or one taken on `thread`, holds the checkout: a
-  /// blocked `withWriter` then warns, in words that say which.
-  func isHeld(byTask task: UInt, orThread thread: UInt) -> Bool {
-    isHeld(byTask: task) || sw_uptr_load(checkoutThread) == thread
+  /// Whether the proxy that holds the checkout may be held up by this caller: this task
+  /// took it, or this thread took it outside any task, so that whatever the thread runs
+  /// now may be what keeps it. One load when no proxy holds the checkout.
+  @inlinable func isHeldHere() -> Bool {
+    let holder = holder
+    return holder != 0 && WriterLock.isCaller(holder)
+  }
+
+  @usableFromInline static func isCaller(_ holder: UInt) -> Bool {
+    holder & 1 == 0 ? holder == sw_current_thread_serial() : holder == sw_current_task_holder()
   }
 
   /// Ends the checkout unless something needs the slow path (queued writes, observers
   /// or a parked `withWriter`); then it returns `false` and the container finishes.
   @inlinable @inline(__always) func tryEndCheckout() -> Bool {
     sw_uptr_store(checkoutThread, 0)
-    sw_uptr_store(checkoutTask, 0)
+    sw_uptr_store(checkoutHolder, 0)
     return update(guessing: WriterLock.heldWord) { $0.endCheckout() } != nil
   }
 
@@ -243,6 +252,19 @@ struct WriterLock {
     }
     sw_uptr_store(writingThread, sw_current_thread())
     sw_seq_begin_write(sequence)
+  }
+
+  /// Records who makes the access just begun: a proxy lent to a body running on this
+  /// thread (its closure's mark is this thread's) is used there and then, by the thread;
+  /// any other proxy, one that owns its checkout, may be a task's, which may suspend inside
+  /// the access and resume elsewhere: the task's (see `isAccessing`).
+  @inlinable @inline(__always) func recordAccessor() {
+    if sw_uptr_load(checkoutThread) != scoped(sw_current_thread()) { recordAccessingTask() }
+  }
+
+  @usableFromInline func recordAccessingTask() {
+    let task = sw_current_task()
+    if task != 0 { sw_uptr_store(writingThread, task) }
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.

@@ -47,6 +47,18 @@ void sw_describe_address(const void *address, char *buffer, size_t capacity);
 /// look-up of the runtime's function, which reads a thread-local.
 uintptr_t sw_current_task(void);
 
+/// The current task as the holder of a proxy that may outlive it, or 0 outside a task:
+/// the runtime's number for the task, never given to another task while the process runs,
+/// with the low bit set (where the runtime has no number, the task's address, tagged,
+/// which a later task may be given). A task's address is reused once the task ends. Two
+/// calls: for checkouts through a proxy and the checks that ask who holds one.
+uintptr_t sw_current_task_holder(void);
+
+/// Who the caller is, as the holder of a proxy that may outlive it: the current task's
+/// `sw_current_task_holder()`, or outside a task the thread's `sw_current_thread_serial()`.
+/// Never 0.
+uintptr_t sw_current_holder(void);
+
 /// The identity of the serial executor the current task runs on: its actor, for an
 /// actor-isolated task; 0 on the global pool, outside a task, or where the Swift runtime's
 /// entry point cannot be called (Windows). For race reports, which take an actor's jobs,

@@ -37,6 +37,17 @@ static inline uintptr_t sw_current_thread(void) {
 #endif
 }
 
+/// The calling thread's serial number: never 0, low bit clear, and never given to another
+/// thread while the process runs, unlike `sw_current_thread()`, which a new thread may be
+/// given once this one exits. For a holder that may outlive its thread (a proxy taken
+/// outside any task). One thread-local load, after the first call on each thread.
+static inline uintptr_t sw_current_thread_serial(void) {
+  extern _Thread_local uintptr_t sw_thread_serial;  // thread.c
+  extern uintptr_t sw_assign_thread_serial(void);
+  uintptr_t serial = sw_thread_serial;
+  return serial != 0 ? serial : sw_assign_thread_serial();
+}
+
 /// How many nested `read { }` closures a thread's marks name inline; deeper ones go to a
 /// buffer of the thread's own, grown as needed and freed when the thread exits.
 #define SW_READING_DEPTH 8

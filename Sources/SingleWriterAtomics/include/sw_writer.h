@@ -115,12 +115,17 @@ typedef struct {
   /// container needs no more compare-and-exchanges than an unobserved one. Only a guess:
   /// a stale one costs a retry, never a wrong transition.
   sw_atomic_u32 closure_word;
-  /// The thread holding the checkout, or 0; only for catching self-deadlock.
+  /// The thread running a closure write, a served queue or an in-place `writeNext` body,
+  /// tagged with the low bit, or 0: scopes that end before their thread does.
   sw_atomic_uptr checkout_thread;
-  /// The thread inside a write access, or 0; only for catching self-deadlock.
+  /// Who is inside a write access, or 0: the thread, or, for an access through a proxy
+  /// that owns its checkout made in a task, that task (it may suspend inside the access,
+  /// and resume on another thread); only for catching self-deadlock.
   sw_atomic_uptr writing_thread;
-  /// The task that took the checkout with `checkout()`, or 0; only for a warning.
-  sw_atomic_uptr checkout_task;
+  /// Who took the checkout through a proxy that owns it (`sw_current_holder`), or 0: for
+  /// the bounded backlog, the warnings and `drained()`, which must not take a caller that
+  /// came later for it.
+  sw_atomic_uptr checkout_holder;
   /// The thread holding `gate`, or 0: which the lock itself does not tell portably.
   sw_atomic_uptr gate_thread;
   };
@@ -182,7 +187,7 @@ static inline sw_atomic_u32 *sw_ts_queued_hint(sw_ts_sync *s) { return &s->queue
 static inline sw_mutex *sw_ts_hand_off_lock(sw_ts_sync *s) { return &s->hand_off_lock; }
 static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
 static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }
-static inline sw_atomic_uptr *sw_ts_checkout_task(sw_ts_sync *s) { return &s->checkout_task; }
+static inline sw_atomic_uptr *sw_ts_checkout_holder(sw_ts_sync *s) { return &s->checkout_holder; }
 static inline sw_atomic_u32 *sw_ts_lend_word(sw_ts_sync *s) { return &s->lend_word; }
 static inline sw_atomic_u32 *sw_ts_gate_wanted(sw_ts_sync *s) { return &s->gate_wanted; }
 static inline sw_atomic_u32 *sw_ts_closure_word(sw_ts_sync *s) { return &s->closure_word; }

@@ -66,7 +66,7 @@ import Testing
   }
 
   /// A task that held a proxy, released it, and then waits behind another thread's proxy
-  /// is not told that it holds it (checkoutTask must not be stale).
+  /// is not told that it holds it (checkoutHolder must not be stale).
   @Test func aTaskThatReleasedItsProxyIsNotToldItHoldsTheNextOne() async {
     let result = await #expect(
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
