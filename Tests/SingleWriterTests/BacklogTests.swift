@@ -110,22 +110,6 @@ import Testing
     for producer in producers { #expect(await producer.value == 200) }
   }
 
-  /// `drained()` in a task that holds a proxy it took, with writes queued behind it,
-  /// would wait forever: it stops with a message.
-  @Test func drainedBehindThisTasksOwnProxyStops() async {
-    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      attackWatchdog(20, "drained behind its own proxy")
-      let box = ThreadSafeSingleWriter(value: 0)
-      await Task.detached {
-        let held = box.writer
-        box.writeNext { $0.write += 1 }
-        await box.drained()
-        withExtendedLifetime(held) {}
-      }.value
-    }
-    expectStop(result, saying: "drained() in a task that holds a proxy")
-  }
-
   // MARK: maxQueuedWrites
 
   /// With a bound of 16, a producer of 1,000 writes behind a held proxy is held back: the

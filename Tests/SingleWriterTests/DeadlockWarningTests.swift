@@ -39,6 +39,26 @@ import Testing
     #expect(standardError(result).contains("this same task"), "\(exitReport(result))")
   }
 
+  /// `drained()` in a task that holds a proxy it took, with a write queued behind it,
+  /// waits for that proxy like any wait, and is warned: the task may have sent the proxy
+  /// away (see `drainedAfterSendingTheCheckoutToAnotherTaskWaits`). Another thread
+  /// releases it after the warning is due, so the child ends.
+  @Test func drainedBehindThisTasksOwnProxyIsWarned() async {
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      attackWatchdog(20, "drained behind its own proxy")
+      let box = ThreadSafeSingleWriter(value: 0)
+      await Task.detached {
+        let held = Locked(box.writer)
+        box.writeNext { $0.write += 1 }
+        releaseLater(held, after: 1.6)
+        await box.drained()
+        precondition(box.read == 1)
+      }.value
+    }
+    #expect(standardError(result).contains("`drained()` has waited 1 s"), "\(exitReport(result))")
+    #expect(standardError(result).contains("this same task"), "\(exitReport(result))")
+  }
+
   /// Other pool tasks wait behind one task's `writer`, held across a sleep. With two pool
   /// threads, some of them run on the thread where it was taken; none of them took it, so
   /// none is told "this same task" took it. (They may be told that it was taken on their

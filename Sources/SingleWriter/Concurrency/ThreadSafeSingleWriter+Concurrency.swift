@@ -189,9 +189,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// queued after it may run before it resumes. Only queued writes count: a checkout held
   /// by a proxy with nothing queued behind it does not hold it up.
   ///
-  /// Calling it while this task holds a proxy it took (from `writer` or `checkout()`)
-  /// with writes queued behind it stops the program with a message: the queue cannot move
-  /// until that proxy is released.
+  /// Called while this task holds a proxy it took (from `writer` or `checkout()`) with
+  /// writes queued behind it, it waits for that proxy's release like any other wait, and
+  /// warns on standard error after a second, as ``write(fileID:function:line:_:)`` does:
+  /// the task may have sent the proxy to another task, which will release it; if it still
+  /// holds it, the queue cannot move.
   public func drained(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
   ) async {
@@ -201,14 +203,6 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       // It waits for the queue, which waits for whatever its bodies take.
       LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
     #endif
-    if lock.isHeldByThisTask() {
-      selfDeadlockFailure(
-        """
-        ThreadSafeSingleWriter: drained() in a task that holds a proxy it took from \
-        `writer` or `checkout()` would wait forever: the queued writes run only once that \
-        proxy is released. Release it first.
-        """)
-    }
     _ = await waitForTurn(unlessCancelled: false) { .drain($0) }
   }
 
@@ -224,10 +218,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       guard let self, waiter.current == .waiting, self.lock.holder == holder else { return }
       sw_print_error(
         """
-        SingleWriter: `await write` or `checkout()` has waited 1 s for a checkout that this \
-        same task took, with `checkout()` or `writer` (or a `writeNext` closure that kept \
-        its proxy). If this task still holds that proxy, this is a deadlock: release it \
-        before waiting for the writer again.
+        SingleWriter: `await write`, `checkout()` or `drained()` has waited 1 s for a \
+        checkout that this same task took, with `checkout()` or `writer` (or a `writeNext` \
+        closure that kept its proxy). If this task still holds that proxy, this is a \
+        deadlock: release it before waiting for the writer again.
         """)
     }
   }

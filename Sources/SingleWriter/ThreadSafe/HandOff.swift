@@ -37,8 +37,8 @@ struct HandOff<Entry> {
   /// since the container was made.
   @usableFromInline var arrived: UInt64 = 0
   @usableFromInline var taken: UInt64 = 0
-  /// The server owes every entry up to this one: the writes its own thread queued while it
-  /// held the checkout, with whatever queued ahead of them. It hands the queue on only
+  /// The server owes every entry up to this one: the writes the checkout's holder queued
+  /// while it held it, with whatever queued ahead of them, when the holder ends it. It hands the queue on only
   /// once they have run, so that a release returns only after the writes it queued. What
   /// those writes queue in turn, and other threads' writes, it runs on borrowed time: a
   /// debt that grew with what bodies queue could never be paid while other threads keep
@@ -46,9 +46,8 @@ struct HandOff<Entry> {
   /// `withWriter`, a successor) owes nothing. Entries are counted by position in the
   /// order the servers run them.
   @usableFromInline var owedThrough: UInt64 = 0
-  /// The thread that last queued a write while it held the checkout, and that write's
-  /// position: what that thread owes when it ends the checkout and serves.
-  @usableFromInline var holderThread: UInt = 0
+  /// The position of the last write the checkout's holder queued while it held it (a
+  /// task's from any thread): what the holder owes if it ends the checkout itself.
   @usableFromInline var holderOwes: UInt64 = 0
   /// The server has served other threads past its time: the next thread to queue from
   /// elsewhere becomes its successor.
@@ -94,7 +93,6 @@ struct HandOff<Entry> {
     TransitionRow.handOffArriveSettingQueued.reached(if: !queued)
     if holding, thread != server {
       TransitionRow.handOffArriveFromTheHolder.reached()
-      holderThread = thread
       holderOwes = taken &+ UInt64(inbox.count)
     }
     // A nested write from the server's own thread is served on borrowed time, like any
@@ -132,8 +130,9 @@ struct HandOff<Entry> {
     case serve
   }
 
-  /// A checkout ends on `thread` and must be served.
-  @inlinable mutating func checkoutEnded(on thread: UInt) -> CheckoutEnd {
+  /// A checkout ends on `thread` and must be served; `byHolder`: ended by its holder, who
+  /// owes what it queued.
+  @inlinable mutating func checkoutEnded(on thread: UInt, byHolder: Bool) -> CheckoutEnd {
     if server == thread {
       assert(!handedBack, "a checkout handed back twice")
       TransitionRow.handOffCheckoutEndedHandedBack.reached()
@@ -141,15 +140,10 @@ struct HandOff<Entry> {
       return .handedBack
     }
     TransitionRow.handOffCheckoutEndedServe.reached()
-    beginServing(thread)
-    return .serve
-  }
-
-  /// `thread` serves from now on, and owes what it queued while it held the checkout.
-  @inlinable mutating func beginServing(_ thread: UInt) {
     server = thread
-    owedThrough = holderThread == thread ? holderOwes : 0
-    holderThread = 0
+    owedThrough = byHolder ? holderOwes : 0
+    holderOwes = 0
+    return .serve
   }
 
   /// The successor withdrew before the hand-over: `thread` serves on, late as it was.

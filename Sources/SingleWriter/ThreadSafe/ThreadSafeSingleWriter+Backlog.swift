@@ -15,9 +15,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// A `writeNext` that finds the backlog full waits for room, blocking its thread as
   /// ``withWriter(fileID:function:line:_:)`` does, instead of queueing; nothing is lost.
   /// It never waits for room that only it could make: from the checkout's holder (a proxy
-  /// taken by this task, or on this thread outside any task, a closure write's body, a
-  /// queued body being served here) or from inside this container's `read { }`, it
-  /// queues past the bound. Other waits are not bounded by it: `await write` and
+  /// taken by this task, or on this thread outside any task, whatever the thread runs now;
+  /// a closure write's body; a queued body being served here) or from inside this
+  /// container's `read { }`, it queues past the bound. Other waits are not bounded by it: `await write` and
   /// `checkout()` suspend as before, and a `withWriter` that queued waits in its own
   /// thread. Since a `writeNext` may now wait for the queued bodies to run, a queued body
   /// must not wait for a thread that calls `writeNext` on this container; and in async

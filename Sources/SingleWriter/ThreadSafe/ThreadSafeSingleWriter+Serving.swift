@@ -98,6 +98,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       && (sw_uptr_load(lock.checkoutThread) == scoped(me) || lock.isHeldHere())
     let arrival = handOff.pointee.arrive(
       entry, from: me, mayServe: mayServe, holding: holding)
+    if arrival.successor != nil { sw_store_relaxed(lock.successorHint, 1) }
     if isWrite { sw_uptr_store(lock.arrivedWrites, sw_uptr_load(lock.arrivedWrites) &+ 1) }
     let tookOver = arrival.setQueued && lock.markQueued()
     // A `checkout()` or a `writeNext` that took the free checkout is the only entry: it is
@@ -164,8 +165,14 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   @inlinable
   func finishCheckoutNow() {
     sw_uptr_store(lock.checkoutThread, 0)
+    // Ended by its holder: a closure write's or in-place body's thread (no proxy holder
+    // recorded), or whoever took the proxy, on whatever thread it ends it now. A proxy's
+    // release elsewhere owes nothing.
+    let holder = lock.holder
+    let byHolder = holder == 0 || WriterLock.isCaller(holder)
+    sw_uptr_store(lock.checkoutHolder, 0)
     let me = sw_current_thread()
-    switch lock.withHandOffLock({ handOff.pointee.checkoutEnded(on: me) }) {
+    switch lock.withHandOffLock({ handOff.pointee.checkoutEnded(on: me, byHolder: byHolder) }) {
     case .handedBack:
       // Back inside this thread's own run, which still holds the checkout: a wait for it
       // from here (a `deinit` that calls `withWriter`, say) must stop with a message.
@@ -239,14 +246,24 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         sw_uptr_store(lock.checkoutThread, 0)
         // A batch has no size bound (a backlog taken at once): past the millisecond, the
         // rest of it goes to a successor too, with the checkout, once what is owed ran.
-        // The clock is read every few entries; once late, after every entry, since a
-        // successor waits only about a millisecond and bodies may be slow.
+        // The clock is read every few entries; once late (which lasts: the clock only
+        // moves on), the hint is looked at after every entry, since a successor waits only
+        // about a millisecond and bodies may be slow, and the lock taken only when set.
         run &+= 1
-        if !pending.pointee.isEmpty, lateInBatch || run % HandOffPolicy.entriesPerClockRead == 0,
-          sw_monotonic_ns() > deadline
+        if !pending.pointee.isEmpty,
+          lateInBatch
+            ? sw_load_relaxed(lock.successorHint) != 0
+            : run % HandOffPolicy.entriesPerClockRead == 0 && sw_monotonic_ns() > deadline
         {
           lateInBatch = true
-          if let successor = lock.withHandOffLock({ handOff.pointee.midBatch(ran: ran) }) {
+          let chosen = lock.withHandOffLock { () -> Waiter? in
+            let chosen = handOff.pointee.midBatch(ran: ran)
+            // Cleared only here, with the lock held, as `successor` is read: never while
+            // one waits, so a stale hint costs one look under the lock, never a wait.
+            sw_store_relaxed(lock.successorHint, handOff.pointee.successor == nil ? 0 : 1)
+            return chosen
+          }
+          if let successor = chosen {
             lock.openGateIfClosed()
             if successor.grant() { return }
             lock.closeGateIfWanted()

@@ -51,6 +51,9 @@ struct WriterLock {
   @inlinable var ranEntries: UnsafeMutablePointer<UInt64> { sw_ts_ran(sync) }
   @inlinable var roomWanted: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_room_wanted(sync) }
   @inlinable var room: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_room(sync) }
+  @inlinable var successorHint: UnsafeMutablePointer<sw_atomic_u32> {
+    sw_ts_successor_hint(sync)
+  }
 
   // MARK: The word
 
@@ -116,9 +119,9 @@ struct WriterLock {
 
   /// The word while a checkout is held and nothing else is going on.
   @inlinable static var heldWord: WriterWord { WriterWord(raw: WriterWord.writer) }
-  /// The word while the holder has a write access and nothing else is going on.
-  @inlinable static var writingWord: WriterWord {
-    WriterWord(raw: WriterWord.writer | WriterWord.writing)
+  /// The word while a checkout is held and writes wait behind it: as a queue is served.
+  @inlinable static var queuedWord: WriterWord {
+    WriterWord(raw: WriterWord.writer | WriterWord.queued)
   }
 
   // MARK: The hand-off's lock
@@ -181,12 +184,6 @@ struct WriterLock {
   /// Who took the proxy that holds the checkout (see `recordHolder`), or 0.
   @inlinable var holder: UInt { sw_uptr_load(checkoutHolder) }
 
-  /// Whether this task took the proxy that holds the checkout, wherever it has run since.
-  func isHeldByThisTask() -> Bool {
-    let holder = holder
-    return holder & 1 != 0 && holder == sw_current_task_holder()
-  }
-
   /// Whether the proxy that holds the checkout may be held up by this caller: this task
   /// took it, or this thread took it outside any task, so that whatever the thread runs
   /// now may be what keeps it. One load when no proxy holds the checkout.
@@ -195,7 +192,8 @@ struct WriterLock {
     return holder != 0 && WriterLock.isCaller(holder)
   }
 
-  @usableFromInline static func isCaller(_ holder: UInt) -> Bool {
+  /// A thread's serial is one thread-local load; a task's number, two calls.
+  @inlinable static func isCaller(_ holder: UInt) -> Bool {
     holder & 1 == 0 ? holder == sw_current_thread_serial() : holder == sw_current_task_holder()
   }
 
@@ -203,8 +201,12 @@ struct WriterLock {
   /// or a parked `withWriter`); then it returns `false` and the container finishes.
   @inlinable @inline(__always) func tryEndCheckout() -> Bool {
     sw_uptr_store(checkoutThread, 0)
+    let holder = sw_uptr_load(checkoutHolder)
     sw_uptr_store(checkoutHolder, 0)
-    return update(guessing: WriterLock.heldWord) { $0.endCheckout() } != nil
+    guard update(guessing: WriterLock.heldWord, { $0.endCheckout() }) == nil else { return true }
+    // Still held: the container finishes, and asks who held it (the debts).
+    sw_uptr_store(checkoutHolder, holder)
+    return false
   }
 
   // MARK: Reading
@@ -244,12 +246,17 @@ struct WriterLock {
   /// Takes `writing` for one access through a proxy, waiting for readers and other
   /// accesses to finish.
   @inlinable @inline(__always) func beginWriting() {
-    // One attempt inline, from the word of a checkout with nothing else going on (no
-    // load; the transition folds to a constant); any other word goes through the driver,
-    // out of line, so that the accessors around this stay small enough to inline.
-    guard tryUpdate(from: WriterLock.heldWord, { $0.beginAccess() }) == .begun else {
-      return acquireWriting()
-    }
+    // One attempt inline, from one of the two common words, whichever the loaded word
+    // is (each transition folds to a constant): a checkout with nothing else going on,
+    // or one whose queue is being served (a guess of the first would fail, and cost a
+    // second compare-and-exchange, for every body served). Any other word goes through
+    // the driver, out of line, so that the accessors around this stay small enough to
+    // inline.
+    let begun =
+      word == WriterLock.queuedWord
+      ? tryUpdate(from: WriterLock.queuedWord, { $0.beginAccess() })
+      : tryUpdate(from: WriterLock.heldWord, { $0.beginAccess() })
+    guard begun == .begun else { return acquireWriting() }
     sw_uptr_store(writingThread, sw_current_thread())
     sw_seq_begin_write(sequence)
   }
@@ -300,9 +307,13 @@ struct WriterLock {
   /// Drops `writing`, with the sequence already even again.
   @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
-    if tryUpdate(from: WriterLock.writingWord, { $0.endAccess() }) == nil {
-      releaseWritingSlow()
-    }
+    // From one of the two common words, as in `beginWriting`.
+    let writing = WriterWord.writing
+    let ended =
+      word.raw == WriterLock.queuedWord.raw | writing
+      ? tryUpdate(from: WriterWord(raw: WriterLock.queuedWord.raw | writing)) { $0.endAccess() }
+      : tryUpdate(from: WriterWord(raw: WriterLock.heldWord.raw | writing)) { $0.endAccess() }
+    if ended == nil { releaseWritingSlow() }
   }
 
   @usableFromInline func releaseWritingSlow() {

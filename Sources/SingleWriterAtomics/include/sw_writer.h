@@ -167,6 +167,10 @@ typedef struct {
   sw_atomic_u32 room_wanted;
   /// What writes waiting for room sleep on.
   sw_atomic_u32 room;
+  /// 1 once a thread that queued was chosen to take over serving, stored under
+  /// `hand_off_lock`: a server past its millisecond looks here after every entry, and
+  /// takes the lock to hand over only when it is set.
+  sw_atomic_u32 successor_hint;
   };
   char server_line[SW_CACHE_LINE];
   };
@@ -199,5 +203,6 @@ static inline sw_atomic_uptr *sw_ts_started_writes(sw_ts_sync *s) { return &s->s
 static inline uint64_t *sw_ts_ran(sw_ts_sync *s) { return &s->ran; }
 static inline sw_atomic_u32 *sw_ts_room_wanted(sw_ts_sync *s) { return &s->room_wanted; }
 static inline sw_atomic_u32 *sw_ts_room(sw_ts_sync *s) { return &s->room; }
+static inline sw_atomic_u32 *sw_ts_successor_hint(sw_ts_sync *s) { return &s->successor_hint; }
 
 #endif

@@ -14,11 +14,11 @@ struct ModelContext: Hashable, Sendable {
   /// A task rather than a thread.
   var inTask = false
   /// Behind a proxy of x held here, writes certainly queued, or may have (in steps before
-  /// this one, in the same hold): a `drained()` here stops, or may.
+  /// this one, in the same hold): a `drained()` here waits and warns, or may.
   var queuedBehind: Set<ContainerName> = []
   var mayHaveQueuedBehind: Set<ContainerName> = []
   /// A proxy of x that this task took was handed to a helper, which may still hold it:
-  /// it is still the task's, so a `drained()` stops if writes wait behind it.
+  /// it is still the task's, so a `drained()` warns if writes wait behind it a second.
   var handedAway: Set<ContainerName> = []
 
   /// Whether x's writer is certainly out on this thread or task (so writes queue).

@@ -167,7 +167,8 @@ extension ProgramGenerator {
   }
 
   /// A task calls `drained()` while it holds a proxy it took, writes queued behind it:
-  /// the documented stop. Or it handed that proxy to a helper first, which still holds it.
+  /// the documented warning. Or it handed that proxy to a helper first, which still holds
+  /// it.
   mutating func drainedBehindItsOwnProxy(_ program: inout CheckedProgram, _ x: ContainerName) {
     if random.chance(40) { program.bounds[x] = random.pick([1, 2]) }
     let kind: RootKind = random.pick([.pool, .actor, .mainActor])

@@ -339,14 +339,15 @@ final class ProgramModel {
       guard count > 0 else { return .complete }
       return writeNext(x, .twoAccesses, [], context, deinitCall: nil)
     case .drained(let x):
-      // Stops if this task holds a proxy it took, with writes queued behind it; a proxy it
-      // handed away is still its own until the helper releases it.
+      // Waits, warned after a second ("same task"), if this task holds a proxy it took,
+      // with writes queued behind it; a proxy it handed away is still its own as far as
+      // the warning knows, until the helper releases it.
       if context.holding.contains(x) {
-        if context.queuedBehind.contains(x) { return .stop }
+        if context.queuedBehind.contains(x) { return .warnTask }
         let may = contended.contains(x) || context.mayHaveQueuedBehind.contains(x)
-        return may ? [.stop, .complete] : .complete
+        return may ? [.warnTask, .complete] : .complete
       }
-      return context.handedAway.contains(x) ? [.stop, .complete] : .complete
+      return context.handedAway.contains(x) ? [.warnTask, .complete] : .complete
     case .countQueued: return .complete
     case .sleep, .work: return .complete
     case .storm(let x, _, _, _):
