@@ -20,11 +20,11 @@ struct ProgramInterpreter: Sendable {
     case .read(let x): _ = box(x).read
     case .readClosure(let x, let body): box(x).read { _ in runSync(body, origin: origin) }
     case .tryWrite(let x, let body):
-      let done: Void? = box(x).tryWrite { value in closureBody(&value, body, origin) }
+      let done: Void? = box(x).tryWrite { value in closureBody(x, &value, body, origin) }
       if done != nil { run.count(x) }
     case .withWriter(let x, let body):
       run.count(x)
-      box(x).withWriter { value in closureBody(&value, body, origin) }
+      box(x).withWriter { value in closureBody(x, &value, body, origin) }
     case .writeNext(let x, let use, let body):
       run.count(x)
       writeNext(x, use, body, origin: origin)
@@ -45,7 +45,7 @@ struct ProgramInterpreter: Sendable {
       }
       box(x).writeNext { [probe, run] proxy in
         probe.touch()
-        run.bodyBegan(origin: origin)
+        run.bodyBegan(x, origin: origin)
         proxy.write.a += 1
         proxy.write.b += 1
       }
@@ -68,8 +68,10 @@ struct ProgramInterpreter: Sendable {
     }
   }
 
-  func closureBody(_ value: inout CheckedPair, _ body: [ProgramStep], _ origin: UInt) {
-    run.bodyBegan(origin: origin)
+  func closureBody(
+    _ x: ContainerName, _ value: inout CheckedPair, _ body: [ProgramStep], _ origin: UInt
+  ) {
+    run.bodyBegan(x, origin: origin)
     value.a += 1
     runSync(body, origin: origin)
     value.b += 1
@@ -79,14 +81,14 @@ struct ProgramInterpreter: Sendable {
     let run = run
     guard use == .keepHere else {
       run.box(x).writeNext { proxy in
-        run.bodyBegan(origin: origin)
+        run.bodyBegan(x, origin: origin)
         useProxy(proxy, use, body, origin: origin)
       }
       return
     }
     let kept = KeptProxy()
     run.box(x).writeNext { proxy in
-      run.bodyBegan(origin: origin)
+      run.bodyBegan(x, origin: origin)
       proxy.write.a += 1
       if !kept.keep(proxy) { proxy.write.b += 1 }
     }
@@ -109,7 +111,7 @@ struct ProgramInterpreter: Sendable {
       run.enter("produce \(x) #\(producer) write \(sequence) of \(count)")
       run.count(x)
       run.box(x).writeNext { proxy in
-        run.bodyBegan(origin: origin)
+        run.bodyBegan(x, origin: origin)
         proxy.write.a += 1
         let before = proxy.write.tag(producer, sequence)
         if before != sequence - 1 {
@@ -228,7 +230,7 @@ struct ProgramInterpreter: Sendable {
     let run = run
     let interpreter = self
     run.box(x).writeNext { proxy in
-      run.bodyBegan(origin: origin)
+      run.bodyBegan(x, origin: origin)
       let end = StepMarker.now + spin
       while StepMarker.now < end {}
       proxy.write.a += 1
@@ -262,18 +264,18 @@ struct ProgramInterpreter: Sendable {
       let mark = run.enter(step.label, awaitWrite: true)
       run.count(x)
       await run.box(x).write { value in
-        run.bodyBegan(origin: origin, own: mark)
+        run.bodyBegan(x, origin: origin, own: mark)
         mark.begun = true
-        interpreter.closureBody(&value, body, origin)
+        interpreter.closureBody(x, &value, body, origin)
       }
       run.enter()
     case .writeUnlessCancelled(let x, let body):
       let mark = run.enter(step.label, awaitWrite: true)
       do {
         try await run.box(x).writeUnlessCancelled { value in
-          run.bodyBegan(origin: origin, own: mark)
+          run.bodyBegan(x, origin: origin, own: mark)
           mark.begun = true
-          interpreter.closureBody(&value, body, origin)
+          interpreter.closureBody(x, &value, body, origin)
         }
         run.count(x)
       } catch {}

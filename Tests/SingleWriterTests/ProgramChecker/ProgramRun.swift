@@ -21,9 +21,14 @@ final class ProgramRun: Sendable {
   /// that counts here, so the bound leaves room for it.
   let servingBound: UInt64
   private let failures = Locked([String]())
-  /// Each body's start: (serving thread, its step, origin thread, time).
+  /// Each body's start: (container, serving thread, its step, origin thread, time).
   private let bodies = Locked(
-    [(thread: UInt, step: Int, label: String, origin: UInt, start: UInt64)]())
+    [
+      (
+        container: ContainerName, thread: UInt, step: Int, label: String, origin: UInt,
+        start: UInt64
+      )
+    ]())
   private let ids = Counter()
 
   init(_ program: CheckedProgram, chaos: Bool, boundChecked: Set<ContainerName> = []) {
@@ -74,7 +79,7 @@ final class ProgramRun: Sendable {
 
   /// Called first by every write body: checks that this thread is not inside an
   /// `await write` that has not run its own body yet, and logs who serves whom.
-  func bodyBegan(origin: UInt, own: StepMark? = nil) {
+  func bodyBegan(_ x: ContainerName, origin: UInt, own: StepMark? = nil) {
     let current = StepMarker.current
     if let current, current.isAwaitWrite, !current.begun, current !== own {
       fail(
@@ -82,7 +87,9 @@ final class ProgramRun: Sendable {
           + "\(origin)) ran on thread \(StepMarker.thread) inside step \(current.id) "
           + "(\(current.label)), before that await's own body began")
     }
-    let record = (StepMarker.thread, current?.id ?? 0, current?.label ?? "", origin, StepMarker.now)
+    let record = (
+      x, StepMarker.thread, current?.id ?? 0, current?.label ?? "", origin, StepMarker.now
+    )
     bodies.withLock { $0.append(record) }
   }
 
@@ -103,11 +110,27 @@ final class ProgramRun: Sendable {
         fail("queuedWrites on \(x) reads \(queued) once every call has returned (want 0)")
       }
     }
+    // One span per serving run: the bodies a thread ran on a container in a row, within
+    // one step. Bodies of a container run one at a time, so a body run by another thread
+    // in between means the checkout left this one: a step that serves more than once (a
+    // task's harness step, across many calls) is not one long run.
     var spans: [String: (first: UInt64, last: UInt64, count: Int)] = [:]
-    for body in bodies.withLock({ $0 }) where body.origin != body.thread && body.step != 0 {
-      let key = "thread \(body.thread) in step \(body.step) (\(body.label))"
-      let old = spans[key] ?? (body.start, body.start, 0)
-      spans[key] = (min(old.first, body.start), max(old.last, body.start), old.count + 1)
+    var runs: [UInt: Int] = [:]
+    for x in ContainerName.allCases {
+      var previous: UInt?
+      let ordered = bodies.withLock { $0 }.filter { $0.container == x }.sorted {
+        $0.start < $1.start
+      }
+      for body in ordered {
+        if body.thread != previous { runs[body.thread, default: 0] += 1 }
+        previous = body.thread
+        guard body.origin != body.thread, body.step != 0 else { continue }
+        let key =
+          "thread \(body.thread) in step \(body.step) (\(body.label)), serving run "
+          + "\(runs[body.thread]!) on \(x)"
+        let old = spans[key] ?? (body.start, body.start, 0)
+        spans[key] = (min(old.first, body.start), max(old.last, body.start), old.count + 1)
+      }
     }
     for (key, span) in spans where span.last - span.first > servingBound {
       fail(
