@@ -216,8 +216,10 @@ import Testing
   @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ExecutorJob
   @Test func anotherTaskOnTheThreadWhereATaskTookItsProxyIsHeldBack() async {
     let box = ThreadSafeSingleWriter(value: 0, maxQueuedWrites: 4)
-    let pinned = PinnedToOneThread()
-    let held = await pinned.takeWriter(of: box)
+    // Taken on the actor's own thread, in this task, and released later from wherever
+    // this task resumes.
+    let pinned = AtkPinned()
+    let held = await pinned.run { Locked(box.writer) }
     #expect(held.withLock { $0 != nil })
     let produced = Counter()
     let producer = Task.detached {
@@ -237,25 +239,4 @@ import Testing
     await box.drained()
     #expect(box.read == 10)
   }
-}
-
-/// An actor whose jobs all run on one thread of its own, so that two tasks calling it run
-/// on the same thread in turn.
-@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ExecutorJob
-private actor PinnedToOneThread {
-  static let executor = OwnThreadExecutor()
-
-  nonisolated var unownedExecutor: UnownedSerialExecutor {
-    Self.executor.asUnownedSerialExecutor()
-  }
-
-  /// Takes the writer on this actor's thread, in the calling task, and hands it back in a
-  /// box the caller releases later, from wherever it resumes.
-  func takeWriter(
-    of box: ThreadSafeSingleWriter<Int>
-  ) -> Locked<ThreadSafeWriterProxy<Int>?> {
-    Locked(box.writer)
-  }
-
-  func run(_ body: @Sendable () -> Void) { body() }
 }

@@ -145,7 +145,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         // A proxy from `writer` or `checkout()` carries the id of the task that took it,
         // wherever the task has run since; a thread says nothing about a task.
         let holder = lock.holder
-        if holder & 1 != 0, holder == sw_current_task_holder() {
+        // Only a task's own proxy: its await suspends, so a thread's holds nothing up.
+        if holder & 1 != 0, WriterLock.isCaller(holder) {
           warnIfStillWaiting(waiter, holder: holder)
         }
         enqueue(entry(waiter))

@@ -44,6 +44,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
     if inPlace {
+      // No longer this thread's closure: the proxy's, whoever took it here.
+      sw_uptr_store(lock.checkoutThread, 0)
       lock.recordHolder()
     } else {
       // Kept by another thread's body: who holds it now is not known here, and a warning

@@ -177,7 +177,6 @@ struct WriterLock {
   /// identity no later caller is given (see `sw_current_holder`): the proxy may outlive
   /// the task or thread that took it.
   @usableFromInline func recordHolder() {
-    sw_uptr_store(checkoutThread, 0)
     sw_uptr_store(checkoutHolder, sw_current_holder())
   }
 

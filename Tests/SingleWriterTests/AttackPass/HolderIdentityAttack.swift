@@ -5,9 +5,10 @@ import Testing
 
 @testable import SingleWriter
 
-// Hostile tests of holder identity: who the checkout's holder is recorded as
-// (`checkoutThread`, `checkoutTask`) when proxies move between threads and tasks, and
-// when a thread or task that took one ends while the proxy lives on.
+// Hostile tests of holder identity: who the checkout's holder, and a write access's
+// maker, are recorded as (`checkoutHolder`, `writingThread`) when proxies move between
+// threads and tasks, and when a thread or task that took one ends while the proxy lives
+// on. Each failed when the holder was recorded by thread and task addresses.
 
 /// Runs `body` in a fresh detached task: every call makes a task of the same shape, so a
 /// task that ended may leave its memory, and so its id, to the next one.
@@ -52,6 +53,48 @@ func atkWriterFromAnExitedThread(
   return (Locked(proxy), stale)
 }
 
+/// Runs `body` in the first of up to 2,000 fresh tasks that the runtime gives the address
+/// `stale`, and returns what it returns; nil if none was given it (chaos mode's timing can
+/// keep the memory): then there is nothing to tell apart (see `atkNothingReused`).
+func atkInATaskGiven<R: Sendable>(
+  theAddress stale: UInt, _ body: @escaping @Sendable () async -> R
+) async -> R? {
+  for attempt in 1...2_000 {
+    let result = await atkInFreshTask { () -> R? in
+      guard UInt(sw_current_task()) == stale else { return nil }
+      return await body()
+    }
+    if let result {
+      attackErr("the address came back on attempt \(attempt)\n")
+      return result
+    }
+  }
+  return nil
+}
+
+/// `atkInATaskGiven(theAddress:_:)` for fresh threads given the id `stale`.
+func atkOnAThreadGiven<R: Sendable>(theID stale: UInt, _ body: @escaping @Sendable () -> R) -> R? {
+  for attempt in 1...2_000 {
+    let result = atkOnFreshThread { () -> R? in
+      guard sw_current_thread() == stale else { return nil }
+      return body()
+    }
+    if let result {
+      attackErr("the id came back on attempt \(attempt)\n")
+      return result
+    }
+    usleep(1_000)
+  }
+  return nil
+}
+
+/// Ends a child whose test needs a reused id that no task or thread was given: nothing to
+/// tell apart this time, so nothing to check.
+func atkNothingReused() -> Never {
+  attackErr("no task or thread was given the id in 2,000 attempts\n")
+  exit(0)
+}
+
 /// Calls `body` during an inout access to `value`.
 func atkDuringAccess(_ value: inout Int, _ body: () -> Void) {
   value += 1
@@ -64,9 +107,8 @@ func atkDuringAccess(_ value: inout Int, _ body: () -> Void) {
   /// Promise "No wait inside a write": withWriter inside a write access through a proxy,
   /// on the same thread, stops with a message. A task takes `writer`; the proxy goes to
   /// a plain thread (no task), which calls withWriter from inside an access through it.
-  /// `isAccessing` counts the access as this thread's only if `checkoutTask` is 0 or the
-  /// current task: here it is the (ended) task that took the proxy, so the wait is taken
-  /// for another task's suspended access, and it hangs, silently.
+  /// It hung, silently, while `isAccessing` counted an access as this thread's only if the
+  /// task that took the proxy was the current one (or none).
   @Test func withWriterInsideAnAccessThroughATaskTakenProxyOnAPlainThreadStops() async {
     let result = await #expect(
       processExitsWith: atkExpect(.failure), observing: [\.standardErrorContent]
@@ -115,30 +157,15 @@ func atkDuringAccess(_ value: inout Int, _ body: () -> Void) {
       let (held, stale) = await atkWriterFromAnEndedTask(a)
       releaseLater(held, after: 2)
       writeNextFromAnotherThread(a) { $0.write += 1 }
-      var attempts = 0
-      while attempts < 2_000 {
-        attempts += 1
-        let attempt = attempts
-        let drained = await atkInFreshTask { () -> (ThreadSafeWriterProxy<Int>?, UInt) in
-          guard UInt(sw_current_task()) == stale else { return (nil, 0) }
-          attackErr("the id came back on attempt \(attempt)\n")
-          await a.drained()
-          return (nil, 1)
-        }
-        if drained.1 == 1 { break }
-      }
-      attackErr("attempts: \(attempts)\n")
-      guard attempts < 2_000 else {
-        // Nothing to tell apart: no later task was given that id this time (chaos mode's
-        // timing can keep the memory), which is what this test needs in order to check.
-        attackErr("no task reused the id in 2,000 attempts\n")
-        exit(0)
+      guard await atkInATaskGiven(theAddress: stale, { await a.drained() }) != nil else {
+        atkNothingReused()
       }
       exit(0)
     }
     expectExit(result, 0)
-    #expect(
-      !standardError(result).contains("drained() in a task that holds"), "\(exitReport(result))")
+    // It holds nothing: no stop, and no warning that it holds the checkout.
+    #expect(!standardError(result).contains("would wait forever"), "\(exitReport(result))")
+    #expect(!standardError(result).contains("this same task"), "\(exitReport(result))")
   }
 
   /// Promise "True warnings": the same reused task id, and an `await write` behind the
@@ -151,22 +178,8 @@ func atkDuringAccess(_ value: inout Int, _ body: () -> Void) {
       let a = ThreadSafeSingleWriter(value: 0)
       let (held, stale) = await atkWriterFromAnEndedTask(a)
       releaseLater(held, after: 2.5)
-      var attempts = 0
-      while attempts < 2_000 {
-        attempts += 1
-        let wrote = await atkInFreshTask { () -> (ThreadSafeWriterProxy<Int>?, UInt) in
-          guard UInt(sw_current_task()) == stale else { return (nil, 0) }
-          await a.write { $0 += 1 }
-          return (nil, 1)
-        }
-        if wrote.1 == 1 { break }
-      }
-      guard attempts < 2_000 else {
-        // Nothing to tell apart: no later task was given that id this time (chaos mode's
-        // timing can keep the memory), which is what this test needs in order to check.
-        attackErr("no task reused the id in 2,000 attempts\n")
-        exit(0)
-      }
+      guard await atkInATaskGiven(theAddress: stale, { await a.write { $0 += 1 } }) != nil
+      else { atkNothingReused() }
       exit(0)
     }
     expectExit(result, 0)
@@ -183,28 +196,13 @@ func atkDuringAccess(_ value: inout Int, _ body: () -> Void) {
       let a = ThreadSafeSingleWriter(value: 0, maxQueuedWrites: 1)
       let (held, stale) = await atkWriterFromAnEndedTask(a)
       writeNextFromAnotherThread(a) { $0.write += 1 }  // the backlog is full now
-      var attempts = 0
-      var most = 0
-      while attempts < 2_000 {
-        attempts += 1
-        let seen = await atkInFreshTask { () -> (ThreadSafeWriterProxy<Int>?, UInt) in
-          guard UInt(sw_current_task()) == stale else { return (nil, 0) }
-          // Must wait for room: let the proxy go in 1 s, so it gets some.
-          releaseLater(held, after: 1)
-          a.writeNext { $0.write += 1 }
-          return (nil, UInt(a.queuedWrites) + 1)
-        }
-        if seen.1 != 0 {
-          most = Int(seen.1) - 1
-          break
-        }
+      let queued = await atkInATaskGiven(theAddress: stale) { () -> Int in
+        // Must wait for room: let the proxy go in 1 s, so it gets some.
+        releaseLater(held, after: 1)
+        a.writeNext { $0.write += 1 }
+        return a.queuedWrites
       }
-      guard attempts < 2_000 else {
-        // Nothing to tell apart: no later task was given that id this time (chaos mode's
-        // timing can keep the memory), which is what this test needs in order to check.
-        attackErr("no task reused the id in 2,000 attempts\n")
-        exit(0)
-      }
+      guard let most = queued else { atkNothingReused() }
       if most > 1 { atkEnd(breakingIf: true, "queuedWrites \(most) past the bound of 1") }
       exit(0)
     }
@@ -226,29 +224,12 @@ func atkDuringAccess(_ value: inout Int, _ body: () -> Void) {
       let (held, stale) = atkWriterFromAnExitedThread(a)
       writeNextFromAnotherThread(a) { $0.write += 1 }  // the backlog is full now
       usleep(10_000)
-      var attempts = 0
-      var most = 0
-      while attempts < 2_000 {
-        attempts += 1
-        let seen = atkOnFreshThread { () -> Int in
-          guard sw_current_thread() == stale else { return -1 }
-          releaseLater(held, after: 1)
-          a.writeNext { $0.write += 1 }
-          return a.queuedWrites
-        }
-        if seen >= 0 {
-          most = seen
-          break
-        }
-        usleep(1_000)
+      let queued = atkOnAThreadGiven(theID: stale) { () -> Int in
+        releaseLater(held, after: 1)
+        a.writeNext { $0.write += 1 }
+        return a.queuedWrites
       }
-      attackErr("attempts: \(attempts)\n")
-      guard attempts < 2_000 else {
-        // Nothing to tell apart: no later thread was given that id this time (chaos mode's
-        // timing can keep the memory), which is what this test needs in order to check.
-        attackErr("no thread reused the id in 2,000 attempts\n")
-        exit(0)
-      }
+      guard let most = queued else { atkNothingReused() }
       if most > 1 { atkEnd(breakingIf: true, "queuedWrites \(most) past the bound of 1") }
       exit(0)
     }
@@ -266,24 +247,12 @@ func atkDuringAccess(_ value: inout Int, _ body: () -> Void) {
       let a = ThreadSafeSingleWriter(value: 0)
       let (held, stale) = atkWriterFromAnExitedThread(a)
       usleep(10_000)
-      var attempts = 0
-      while attempts < 2_000 {
-        attempts += 1
-        let hit = atkOnFreshThread { () -> Bool in
-          guard sw_current_thread() == stale else { return false }
-          releaseLater(held, after: 2.5)
-          a.withWriter { $0 += 1 }
-          return true
-        }
-        if hit { break }
-        usleep(1_000)
+      let waited = atkOnAThreadGiven(theID: stale) { () -> Bool in
+        releaseLater(held, after: 2.5)
+        a.withWriter { $0 += 1 }
+        return true
       }
-      guard attempts < 2_000 else {
-        // Nothing to tell apart: no later thread was given that id this time (chaos mode's
-        // timing can keep the memory), which is what this test needs in order to check.
-        attackErr("no thread reused the id in 2,000 attempts\n")
-        exit(0)
-      }
+      guard waited != nil else { atkNothingReused() }
       exit(0)
     }
     expectExit(result, 0)
@@ -298,8 +267,8 @@ extension AttackPassHolderIdentity {
   /// thread (no task) takes `writer` and gives the proxy to a task, which holds a write
   /// access across a suspension; another task, run on the thread where that access
   /// began, calls withWriter: a legitimate wait (the first task resumes elsewhere, ends
-  /// its access and releases the proxy). `checkoutTask` is 0 for a proxy taken outside a
-  /// task, so `isAccessing` takes the access for this thread's own and stops the wait.
+  /// its access and releases the proxy). It was stopped while a proxy taken outside any
+  /// task made every access on its thread that thread's own.
   @Test func withWriterFromAnotherTaskOnTheThreadOfASuspendedAccessThroughAPlainThreadsProxyWaits()
     async
   {
@@ -308,46 +277,10 @@ extension AttackPassHolderIdentity {
     ) {
       attackWatchdog(30, "withWriter by another task on the access's thread")
       let a = ThreadSafeSingleWriter(value: AtkCounter())
-      var landed = 0
-      for _ in 0..<20 {
-        let held = Locked(atkOnFreshThread { a.writer })
-        let started = Locked<UInt>(0)
-        let gate = Locked<CheckedContinuation<Void, Never>?>(nil)
-        let first = Task {
-          let proxy = held.withLock { $0.take() }!
-          await proxy.write.bumpAcross(started, gate)
-        }
-        while gate.withLock({ $0 }) == nil { try? await Task.sleep(nanoseconds: 100_000) }
-        let thread = started.withLock { $0 }
-        let landedHere = Locked(false)
-        let deadline = attackNow() + 1_000_000_000
-        while !landedHere.withLock({ $0 }), attackNow() < deadline {
-          await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 {
-              group.addTask {
-                guard atkThreadID() == thread,
-                  landedHere.withLock({ old in
-                    defer { old = true }
-                    return !old
-                  })
-                else { return }
-                let resume = gate.withLock { $0.take() }!
-                Thread.detachNewThread {
-                  atkSleep(0.02)
-                  resume.resume()
-                }
-                a.withWriter { $0.n += 100 }
-              }
-            }
-          }
-        }
-        if landedHere.withLock({ $0 }) {
-          landed += 1
-        } else {
-          gate.withLock { $0.take() }?.resume()
-        }
-        await first.value
-      }
+      // The proxy is taken on a plain thread, outside any task, and given to the task.
+      let landed = await atkProbeTheThreadOfASuspendedAccess(
+        a, taking: { await runOnThread(stackSize: 1 << 20) { a.writer! } }
+      ) { a.withWriter { $0.n += 100 } }
       attackErr("probes that landed on the access's thread: \(landed)\n")
       exit(0)
     }

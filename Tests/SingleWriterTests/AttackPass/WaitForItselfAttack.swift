@@ -86,15 +86,18 @@ struct AtkCounter: Sendable {
 /// across a suspension, while probe tasks run until one lands on the thread where that
 /// access began (for up to a second a round). That one lets another thread resume the
 /// access 20 ms later, then calls `probe`, a legitimate wait. Returns how many landed.
+/// `take` gives the task its proxy: by default it takes `writer` itself.
 func atkProbeTheThreadOfASuspendedAccess(
-  _ a: ThreadSafeSingleWriter<AtkCounter>, _ probe: @escaping @Sendable () -> Void
+  _ a: ThreadSafeSingleWriter<AtkCounter>,
+  taking take: (@Sendable () async -> ThreadSafeWriterProxy<AtkCounter>)? = nil,
+  _ probe: @escaping @Sendable () -> Void
 ) async -> Int {
   var landed = 0
   for _ in 0..<20 {
     let started = Locked<UInt>(0)
     let gate = Locked<CheckedContinuation<Void, Never>?>(nil)
     let first = Task {
-      let proxy = a.writer!
+      let proxy = await take?() ?? a.writer!
       await proxy.write.bumpAcross(started, gate)
     }
     while gate.withLock({ $0 }) == nil { try? await Task.sleep(nanoseconds: 100_000) }
