@@ -56,3 +56,26 @@ func atkExpect(_ normal: ExitTest.Condition) -> ExitTest.Condition {
 func atkDiag(_ result: ExitTest.Result?) {
   if ProcessInfo.processInfo.environment["ATK_EXPECT"] != nil { attackErr(standardError(result)) }
 }
+
+/// A file for a child's standard error, which the parent reads whatever the child's exit
+/// status: `#expect(processExitsWith:)` returns no result, and so no standard error, when
+/// the status is not the expected one.
+func atkChildLog() -> String {
+  FileManager.default.temporaryDirectory
+    .appendingPathComponent("singlewriter-child-\(UUID().uuidString).log").path
+}
+
+/// In a child: sends everything written to standard error from now on, including the
+/// runtime's own crash messages, to `path`.
+func atkSendStandardError(to path: String) {
+  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0o600)
+  guard fd >= 0 else { return }
+  dup2(fd, STDERR_FILENO)
+  close(fd)
+}
+
+/// In the parent: what the child wrote to `path`, which is then removed.
+func atkTakeChildLog(_ path: String) -> String {
+  defer { unlink(path) }
+  return (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(no log at \(path))"
+}
