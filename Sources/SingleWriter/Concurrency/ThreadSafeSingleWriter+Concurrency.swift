@@ -198,8 +198,15 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   public func drained(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
   ) async {
-    // `queued` is cleared only once the last queued write has run.
+    // `queued` is cleared only once the last queued write has run, or stays set while a
+    // proxy taken at a queued turn holds the checkout with nothing behind it.
     guard sw_load_acquire(lock.queuedHint) != 0 else { return }
+    let atOnce = lock.withHandOffLock {
+      handOff.pointee.drainsAtOnce(
+        arrivedWrites: sw_uptr_load(lock.arrivedWrites),
+        startedWrites: sw_uptr_load(lock.startedWrites))
+    }
+    if atOnce { return }
     #if DEBUG
       // It waits for the queue, which waits for whatever its bodies take.
       LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)

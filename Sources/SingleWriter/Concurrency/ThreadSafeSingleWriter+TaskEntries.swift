@@ -63,8 +63,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     else { return false }
     // This thread holds the checkout, and nobody serves: the batch is its to change. The
     // task's entry counted as started when it was offered, and this write starts now,
-    // so the started count stays as it is (its own entry is skipped when reached).
+    // so the started count stays as it is (its own entry is skipped when reached). The
+    // entry will be popped a second time: `ran` counts it once, as `taken` did, or every
+    // take-back would move the position that debts are paid against one entry ahead.
     pending.pointee.prepend(.checkout(task))
+    ran &-= 1
     return true
   }
 }

@@ -30,6 +30,10 @@ struct HandOff<Entry> {
   @usableFromInline var queued = false
   /// The thread serving the queue, or 0.
   @usableFromInline var server: UInt = 0
+  /// A proxy holds the checkout, taken at a queued turn or by a `writeNext` body that kept
+  /// it, and nothing queued has run since: `queued` may still be set with nothing queued,
+  /// and `drained()` must not wait for that proxy. Cleared when a checkout ends.
+  @usableFromInline var heldByProxy = false
   /// A checkout ended inside the server's own run (a proxy kept by a queued write, then
   /// released there) and was handed back to that run instead of starting another.
   @usableFromInline var handedBack = false
@@ -133,6 +137,7 @@ struct HandOff<Entry> {
   /// A checkout ends on `thread` and must be served; `byHolder`: ended by its holder, who
   /// owes what it queued.
   @inlinable mutating func checkoutEnded(on thread: UInt, byHolder: Bool) -> CheckoutEnd {
+    heldByProxy = false
     if server == thread {
       assert(!handedBack, "a checkout handed back twice")
       TransitionRow.handOffCheckoutEndedHandedBack.reached()
@@ -199,11 +204,19 @@ struct HandOff<Entry> {
     return .run
   }
 
+  /// Whether `drained()` may return at once: no write waits, and the checkout is held by
+  /// a proxy (see `heldByProxy`), not by a write that is running. The counts are those of
+  /// `queuedWrites`; only a server changes `startedWrites`, and nobody serves then.
+  @inlinable func drainsAtOnce(arrivedWrites: UInt, startedWrites: UInt) -> Bool {
+    heldByProxy && server == 0 && inbox.isEmpty && arrivedWrites == startedWrites
+  }
+
   /// The server is past its millisecond in the middle of a batch: returns the successor
   /// to pass the checkout and the rest of the batch to, if one waits and everything the
   /// server owes has run; otherwise asks the next thread that queues to become one.
   /// `ran`: the entries the servers have popped to run, the last one included.
   @inlinable mutating func midBatch(ran: UInt64) -> Waiter? {
+    assert(ran <= taken, "more entries ran than were taken from the queue")
     if let next = successor, ran >= owedThrough {
       TransitionRow.handOffMidBatchHandOver.reached()
       successor = nil
@@ -254,6 +267,7 @@ struct HandOff<Entry> {
     assert(offer == nil, "two offers at once")
     guard let left = task.state.apply(.offer, as: TaskWaiterState.self) else { return nil }
     offer = task
+    heldByProxy = true
     offeredAt = now
     return left
   }
@@ -278,6 +292,7 @@ struct HandOff<Entry> {
     // Nobody serves while the offer holds the checkout, so nobody can grant `mine`.
     guard mine.flag.apply(.withdraw, as: WaiterState.self) != nil else { return nil }
     offer = nil
+    heldByProxy = false
     let expired = task.apply(.expire)
     assert(expired, "an offer held by a task that is not offered it")
     return task

@@ -43,6 +43,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // on this thread warns if it waits for it. The gate goes first: once the lend ends, the
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
+    lock.withHandOffLock { handOff.pointee.heldByProxy = true }
     if inPlace {
       // No longer this thread's closure: the proxy's, whoever took it here.
       sw_uptr_store(lock.checkoutThread, 0)

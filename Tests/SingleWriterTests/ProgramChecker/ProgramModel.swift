@@ -19,6 +19,10 @@ final class ProgramModel {
   /// an `await write`, `checkout()` or `withWriter` that may queue. Everywhere else, only
   /// ordinary producers queue, and `queuedWrites` never passes the bound.
   private var boundBroken: Set<ContainerName> = []
+  /// How many bodies that may not run at all (a `tryWrite` or `writer` that may find the
+  /// writer busy, a `checkout()` that may be cancelled) enclose the step judged now: a
+  /// write they queue is not certain to run.
+  private var mayNotRun = 0
 
   init(_ program: CheckedProgram) {
     self.program = program
@@ -199,9 +203,18 @@ final class ProgramModel {
   ) {
     var contexts = releaseContexts[x] ?? []
     contexts.insert(ModelContext())
-    var result: ModelOutcomes = certain ? [] : .complete
+    var result: ModelOutcomes = certain && mayNotRun == 0 ? [] : .complete
     for context in contexts { result.formUnion(body(context)) }
     background.append(result)
+  }
+
+  /// Judges a body that may not run at all (when `condition`): see `mayNotRun`.
+  private func perhaps(
+    if condition: Bool = true, _ body: () -> ModelOutcomes
+  ) -> ModelOutcomes {
+    if condition { mayNotRun += 1 }
+    defer { if condition { mayNotRun -= 1 } }
+    return body()
   }
 
   private func access(_ x: ContainerName, _ context: ModelContext) -> ModelOutcomes {
@@ -295,8 +308,8 @@ final class ProgramModel {
     case .tryWrite(let x, let body):
       if context.reading.contains(x) { return .stop }
       if context.ownsCheckout(x) { return .complete }  // returns nil
-      let ran = closureWrite(x, body, context)
-      return contended.contains(x) ? ran.union(.complete) : ran
+      guard contended.contains(x) else { return closureWrite(x, body, context) }
+      return perhaps { closureWrite(x, body, context) }.union(.complete)
     case .withWriter(let x, let body):
       if context.reading.contains(x) || context.closureWriting.contains(x)
         || context.lent.contains(x) || context.accessing.contains(x)
@@ -317,12 +330,12 @@ final class ProgramModel {
       return writeNext(x, .twoAccesses, [], context, deinitCall: callStep)
     case .writer(let x, let use, let body):
       if context.ownsCheckout(x) { return .complete }  // nil
-      let got = proxy(x, use, body, context, lent: false)
+      let got = perhaps(if: contended.contains(x)) { proxy(x, use, body, context, lent: false) }
       if use == .twoAccesses || use == .insideAccess { released(x, context) }
       return contended.contains(x) ? got.union(.complete) : got
     case .checkout(let x, let use, let body):
       if context.holding.contains(x) { return .warnTask }
-      let got = proxy(x, use, body, context, lent: false)
+      let got = perhaps(if: rootCancellable) { proxy(x, use, body, context, lent: false) }
       if use == .twoAccesses || use == .insideAccess { released(x, context) }
       return rootCancellable ? got.union(.complete) : got
     case .awaitWrite(let x, let body), .writeUnlessCancelled(let x, let body):
