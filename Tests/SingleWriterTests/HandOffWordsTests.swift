@@ -101,8 +101,9 @@ import Testing
   static let taskTable: [TaskWaiterState: [TaskWaiterState.Event: TaskWaiterState]] = [
     .new: [.queue: .waiting, .cancel: .cancelled],
     .waiting: [.cancel: .cancelled, .reach: .granted, .offer: .offered],
-    .granted: [.finish: .done],
+    .granted: [.finish: .done, .offer: .handedOn],
     .offered: [.claim: .claimed, .expire: .expired],
+    .handedOn: [.claim: .claimed, .expire: .done],
     .expired: [.cancel: .cancelled, .offer: .offered, .rearm: .waiting],
   ]
 

@@ -69,8 +69,8 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     case write(@Sendable (ThreadSafeWriterProxy<Value>) -> Void)
     /// A `withWriter` that has waited long: handed the checkout, and it serves after.
     case waiter(Waiter)
-    /// An `await write`: the server runs its body for it, then resumes the task. The task
-    /// never owns the checkout, so no thread ever waits for a suspended task's turn.
+    /// An `await write`: the server runs its body for it, then resumes the task; past its
+    /// millisecond, it hands the task the checkout too, to serve the rest (see `handOn`).
     case asyncWrite(TaskWaiter, (ThreadSafeSingleWriter<Value>) -> Void)
     /// A `checkout()`: woken when its turn comes, to take the writer if it can.
     case checkout(TaskWaiter)

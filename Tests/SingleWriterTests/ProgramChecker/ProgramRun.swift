@@ -1,5 +1,6 @@
 import Foundation
 import SingleWriter
+import SingleWriterAtomics
 
 /// The live state of one generated program in the child: its containers, the writes it
 /// issued, what its bodies and consumers saw, and the failures found.
@@ -78,10 +79,14 @@ final class ProgramRun: Sendable {
   }
 
   /// Called first by every write body: checks that this thread is not inside an
-  /// `await write` that has not run its own body yet, and logs who serves whom.
+  /// `await write` that has not run its own body yet, and logs who serves whom. Only in
+  /// that await's own task: another task that runs on this thread meanwhile (one resumed
+  /// with the checkout to serve, after its own body ran elsewhere) is not inside it.
   func bodyBegan(_ x: ContainerName, origin: UInt, own: StepMark? = nil) {
     let current = StepMarker.current
-    if let current, current.isAwaitWrite, !current.begun, current !== own {
+    if let current, current.isAwaitWrite, !current.begun, current !== own,
+      current.holder == sw_current_holder()
+    {
       fail(
         "an await served others before suspending: a queued body (queued from thread "
           + "\(origin)) ran on thread \(StepMarker.thread) inside step \(current.id) "

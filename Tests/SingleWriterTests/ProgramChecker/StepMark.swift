@@ -1,3 +1,5 @@
+import SingleWriterAtomics
+
 /// Which harness step is running on a thread: every step sets one at its start (see
 /// `StepMarker`), so that a body can tell on whose behalf its thread is running it.
 final class StepMark: Sendable {
@@ -6,6 +8,9 @@ final class StepMark: Sendable {
   let label: String
   /// An `await write` or `writeUnlessCancelled` call, until its own body begins.
   let isAwaitWrite: Bool
+  /// The task (or thread) that made the step: the thread-local mark outlives its
+  /// suspension, while other tasks run on that thread.
+  let holder = sw_current_holder()
   private let begunFlag = Locked(false)
 
   init(id: Int, label: String, isAwaitWrite: Bool = false) {
