@@ -101,9 +101,8 @@ import Testing
   static let taskTable: [TaskWaiterState: [TaskWaiterState.Event: TaskWaiterState]] = [
     .new: [.queue: .waiting, .cancel: .cancelled],
     .waiting: [.cancel: .cancelled, .reach: .granted, .offer: .offered],
-    .granted: [.finish: .done, .offer: .handedOn],
+    .granted: [.finish: .done],
     .offered: [.claim: .claimed, .expire: .expired],
-    .handedOn: [.claim: .claimed, .expire: .done],
     .expired: [.cancel: .cancelled, .offer: .offered, .rearm: .waiting],
   ]
 

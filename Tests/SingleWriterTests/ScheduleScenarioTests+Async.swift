@@ -79,52 +79,6 @@ extension ScheduleScenarioTests {
     }
   }
 
-  /// A thread releases a proxy behind two `await write`s; the first one's body runs past
-  /// the server's millisecond, so that task is handed the checkout with its result and
-  /// serves the second, while the thread returns: a thread is never kept serving tasks.
-  /// Every write runs once, in order, and both tasks end.
-  @Test func aLateServerHandsTheQueueOnToTheTaskWhoseWriteItRan() {
-    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
-    Scheduler.check(pct: 300, exhaustive: 1_000, reaches: [.entryAsyncWriteHandsOn]) {
-      let container = Self.makeContainer()
-      sw_store_release(container.lock.spinRounds, 0)  // async writes queue without spinning
-      let journal = ScheduleJournal()
-      let held = ScheduleBox(container.writer!)
-      let tasks = Tasks()
-      journal.enter("A.0")
-      return Scheduler.Run(
-        threads: [
-          {
-            held.strong!.write += 1
-            journal.leave()
-            held.strong = nil
-          },
-          {
-            let executor = ScheduleExecutor()
-            Task(executorPreference: executor) {
-              await container.write {
-                journal.enter("T.1")
-                Self.spin(nanoseconds: 2_000_000)
-                $0 += 1
-                journal.leave()
-              }
-              tasks.finished += 1
-            }
-            Task(executorPreference: executor) {
-              await container.write {
-                journal.enter("T.2")
-                $0 += 1
-                journal.leave()
-              }
-              tasks.finished += 1
-            }
-            executor.run { tasks.finished == 2 }
-          },
-        ],
-        check: { Self.finalCheck(container, journal, ran: ["A.0", "T.1", "T.2"]) })
-    }
-  }
-
   /// A `writeUnlessCancelled` cancelled from another thread while it queues: the
   /// cancellation lands before its entry is queued (the task resumes itself and never
   /// queues), while it waits (the server skips its entry), or after its turn (its write

@@ -24,10 +24,6 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
   case expired
   /// An async write's body ran on the serving thread; the value is whole again.
   case done
-  /// An async write's body ran on a server past its millisecond, which offered the task
-  /// the checkout, to serve what is queued after it, and stopped: the task claims it when
-  /// it runs, unless a thread blocked in `withWriter` takes it back first (then `done`).
-  case handedOn
 
   @usableFromInline
   enum Event: CaseIterable, Sendable {
@@ -40,8 +36,6 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     /// The server reached a `checkout()`'s entry, or the task's own enqueue took the free
     /// writer: the writer is offered to the task (resumed if it was waiting; one whose
     /// offer was taken back and that has not waited again yet claims it when it runs).
-    /// Or a server past its millisecond ran an async write's body and offers that task
-    /// the checkout, to serve the rest.
     case offer
     /// The task runs and claims the writer it was offered.
     case claim
@@ -72,10 +66,8 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
     case (.new, .cancel), (.waiting, .cancel), (.expired, .cancel): .cancelled
     case (.waiting, .reach): .granted
     case (.waiting, .offer), (.expired, .offer): .offered
-    case (.granted, .offer): .handedOn
-    case (.offered, .claim), (.handedOn, .claim): .claimed
+    case (.offered, .claim): .claimed
     case (.offered, .expire): .expired
-    case (.handedOn, .expire): .done
     case (.expired, .rearm): .waiting
     case (.granted, .finish): .done
     default: nil

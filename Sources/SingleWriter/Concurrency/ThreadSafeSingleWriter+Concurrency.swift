@@ -20,9 +20,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// the queue runs `body` in its turn, in place, and resumes the task with the result.
   /// The task's own thread never serves other threads' writes before `body` has run.
   /// So a burst of async writes runs back to back on one thread instead of waiting for
-  /// each task to be scheduled. A thread that has served for about a millisecond hands
-  /// the rest to the task whose write it ran, which serves it when it resumes, so tasks
-  /// that keep writing never keep a thread (the main thread, say) serving them.
+  /// each task to be scheduled, and a suspended task never holds the writer up for
+  /// anyone.
   ///
   /// Like `Mutex.withLock`, it waits its turn whatever the task's cancellation, and
   /// throws only what `body` throws: a cancelled request still counts its hit. For a
@@ -101,8 +100,6 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       if ran { _ = waiter.current }
       return ran
     }
-    // Handed the checkout with its result by a server past its millisecond: serves now.
-    if ran { serveIfHandedOn(waiter) }
     return ran ? queued.takeResult() : nil
   }
 

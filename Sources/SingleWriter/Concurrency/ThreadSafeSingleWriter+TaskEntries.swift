@@ -4,56 +4,17 @@ import SingleWriterAtomics
 extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// An `await write`'s turn. A cancelled task has left already: skip it. Otherwise its
   /// body runs here, as a closure write of this thread's, and the task is resumed once
-  /// the write is whole. Past the server's millisecond (`deadline`), the task is handed
-  /// the checkout with its result, to serve the rest, and this thread stops (`handedOff`):
-  /// a thread is kept serving only while threads queue, which can take over from it.
+  /// the write is whole.
   @inlinable
-  func runAsyncWrite(
-    _ waiter: TaskWaiter, _ job: (ThreadSafeSingleWriter<Value>) -> Void,
-    servingUntil deadline: UInt64, _ me: UInt
-  ) -> Served {
-    guard waiter.apply(.reach) else {
-      TransitionRow.entryCancelledSkipped.reached()
-      return .ran
-    }
+  func runAsyncWrite(_ waiter: TaskWaiter, _ job: (ThreadSafeSingleWriter<Value>) -> Void) {
+    guard waiter.apply(.reach) else { return TransitionRow.entryCancelledSkipped.reached() }
     TransitionRow.entryAsyncWrite.reached()
     lock.acquireWriting()
     job(self)
     lock.endWriting()
-    if sw_monotonic_ns() > deadline, handOn(to: waiter, me) { return .handedOff }
     // Released here, acquired by the task: orders the body's accesses before the task's.
     waiter.apply(.finish)
     waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
-    return .ran
-  }
-
-  /// Offers the checkout to the task whose async write just ran here (see
-  /// `HandOff.handOn`), unless this server still owes writes. As for a `checkout()`'s
-  /// offer, this thread's marks go first, and the task is resumed last.
-  @usableFromInline func handOn(to waiter: TaskWaiter, _ me: UInt) -> Bool {
-    guard lock.withHandOffLock({ ran >= handOff.pointee.owedThrough }) else { return false }
-    sw_uptr_store(lock.checkoutThread, 0)
-    lock.openGateIfClosed()
-    let now = sw_monotonic_ns()
-    let dismissed = lock.withHandOffLock { () -> Waiter? in
-      let offered = handOff.pointee.handOn(to: waiter, at: now, ran: ran)
-      assert(offered, "a debt appeared while this server held the lock")
-      return handOff.pointee.stopServing(me)
-    }
-    dismissed?.grant(checkout: false)
-    TransitionRow.entryAsyncWriteHandsOn.reached()
-    waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
-    return true
-  }
-
-  /// In the task of an async write that was handed the checkout with its result (see
-  /// `runAsyncWrite`): claims it and serves what is queued, as any checkout's end does,
-  /// unless a blocked `withWriter` took it back meanwhile.
-  func serveIfHandedOn(_ waiter: TaskWaiter) {
-    guard waiter.current == .handedOn,
-      lock.withHandOffLock({ handOff.pointee.claim(waiter) })
-    else { return }
-    finishCheckoutNow()
   }
 
   /// A `checkout()`'s turn, or its enqueue that took the free checkout: the checkout is
@@ -105,11 +66,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // so the started count stays as it is (its own entry is skipped when reached). The
     // entry will be popped a second time: `ran` counts it once, as `taken` did, or every
     // take-back would move the position that debts are paid against one entry ahead.
-    // An async write handed on has run: nothing goes back.
-    if task.putBack {
-      pending.pointee.prepend(.checkout(task.task))
-      ran &-= 1
-    }
+    pending.pointee.prepend(.checkout(task))
+    ran &-= 1
     return true
   }
 }

@@ -272,22 +272,6 @@ struct HandOff<Entry> {
     return left
   }
 
-  /// A server past its millisecond has run an async write's body (its task `granted`):
-  /// unless it still owes writes, it offers that task the checkout, to serve what is
-  /// queued after it, as a `checkout()` is offered it, and stops (`false`: serve on). So a
-  /// thread is never kept serving by tasks that keep queueing: tasks cannot be chosen as
-  /// successors, since their threads must not block.
-  @inlinable mutating func handOn(to task: TaskWaiter, at now: UInt64, ran: UInt64) -> Bool {
-    guard ran >= owedThrough else { return false }
-    assert(offer == nil, "two offers at once")
-    let offered = task.apply(.offer)
-    assert(offered, "an async write handed on before its body ran")
-    offer = task
-    offeredAt = now
-    heldByProxy = true
-    return true
-  }
-
   /// The woken task claims what it was offered: `false` if it was taken back meanwhile.
   @inlinable mutating func claim(_ task: TaskWaiter) -> Bool {
     guard offer === task else { return false }
@@ -299,19 +283,18 @@ struct HandOff<Entry> {
 
   /// A thread blocked in `withWriter`, whose entry is `mine`: takes the checkout back from
   /// an offer its task has left unclaimed for `window` nanoseconds, and withdraws its own
-  /// entry, since it runs now, in the task's place. Returns the task and whether its
-  /// entry goes back at the front (a `checkout()`'s; an async write handed on has run),
-  /// or `nil`.
+  /// entry, since it runs now, in the task's place. Returns the task, whose entry the
+  /// caller puts back at the front, or `nil`.
   @inlinable mutating func takeBack(
     unclaimedFor window: UInt64, at now: UInt64, for mine: Waiter
-  ) -> (task: TaskWaiter, putBack: Bool)? {
+  ) -> TaskWaiter? {
     guard let task = offer, now &- offeredAt >= window else { return nil }
     // Nobody serves while the offer holds the checkout, so nobody can grant `mine`.
     guard mine.flag.apply(.withdraw, as: WaiterState.self) != nil else { return nil }
     offer = nil
     heldByProxy = false
-    let left = task.state.apply(.expire, as: TaskWaiterState.self)
-    assert(left != nil, "an offer held by a task that is not offered it")
-    return (task, left == .offered)
+    let expired = task.apply(.expire)
+    assert(expired, "an offer held by a task that is not offered it")
+    return task
   }
 }

@@ -238,7 +238,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           continue
         }
       }
-      switch runNext(me, servingUntil: deadline) {
+      switch runNext(me) {
       case .ran:
         // Only now: the entry, and what its closure captured, has been released while
         // this thread was still marked as the writer, so a `deinit` that waits for this
@@ -295,9 +295,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   enum Served { case ran, kept, handedOff }
 
   /// Runs the oldest pending entry. The entry is released before this returns.
-  /// `deadline`: when this server's millisecond ends.
   @inlinable
-  func runNext(_ me: UInt, servingUntil deadline: UInt64) -> Served {
+  func runNext(_ me: UInt) -> Served {
     ran &+= 1
     sw_uptr_store(lock.checkoutThread, scoped(me))
     // Counted as started (`queuedWrites`) before it is looked at, and taken back for a
@@ -308,7 +307,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       TransitionRow.entryWrite.reached()
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
-      return runAsyncWrite(waiter, job, servingUntil: deadline, me)
+      runAsyncWrite(waiter, job)
+      return .ran
     case .checkout(let waiter):
       guard offerCheckout(to: waiter, stoppingServing: me) else {
         TransitionRow.entryCancelledSkipped.reached()

@@ -69,8 +69,8 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
     case write(@Sendable (ThreadSafeWriterProxy<Value>) -> Void)
     /// A `withWriter` that has waited long: handed the checkout, and it serves after.
     case waiter(Waiter)
-    /// An `await write`: the server runs its body for it, then resumes the task; past its
-    /// millisecond, it hands the task the checkout too, to serve the rest (see `handOn`).
+    /// An `await write`: the server runs its body for it, then resumes the task. The task
+    /// never owns the checkout, so no thread ever waits for a suspended task's turn.
     case asyncWrite(TaskWaiter, (ThreadSafeSingleWriter<Value>) -> Void)
     /// A `checkout()`: woken when its turn comes, to take the writer if it can.
     case checkout(TaskWaiter)
@@ -289,7 +289,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// queueing for more than about a millisecond, the next of them to call this takes
   /// over serving before it returns, waiting about a millisecond at most for the batch in
   /// progress (past that it returns and the serving thread serves on). So when every call
-  /// has returned, every write has run.
+  /// has returned, every write has run. Tasks in `await write` never take over, so while
+  /// they keep queueing, the serving thread keeps running their bodies.
   /// It never waits for the writer; with more than 4,096 writes waiting while a thread
   /// runs them, it gives up the rest of its time slice first, so that writers outpacing
   /// that thread leave it the CPU. In a container made with

@@ -84,9 +84,6 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
 
   case entryWrite
   case entryAsyncWrite
-  /// An async write whose body ran on a server past its millisecond: its task is handed
-  /// the checkout, to serve the rest.
-  case entryAsyncWriteHandsOn
   case entryCheckout
   case entryWaiter
   /// A `withWriter` that took an offer back, and so ran in the task's place: its own
