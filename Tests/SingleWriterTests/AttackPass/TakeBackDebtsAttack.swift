@@ -3,15 +3,15 @@ import Testing
 
 @testable import SingleWriter
 
-// Fresh attack pass 1: "A release pays its debts" after checkouts whose offers were
-// taken back. Every take-back puts the task's `checkout()` entry back at the front of the
-// batch, so the servers pop it twice: `ran` (what `midBatch` compares with the debt) then
-// runs one ahead of `taken` (what the debt was counted in) for good.
+// "A release pays its debts" after checkouts whose offers were taken back. Every take-back
+// puts the task's `checkout()` entry back at the front of the batch, so the servers pop it
+// twice; `ran` (what `midBatch` compares with the debt) must count it once, as `taken`
+// (what the debt is counted in) did, or it runs one ahead for good.
 
 /// Makes `rounds` take-backs on `a`: a `checkout()` whose task cannot run is offered the
 /// writer, and a thread blocked in `withWriter` behind it takes the offer back.
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
-func fa1TakeBacks(_ a: ThreadSafeSingleWriter<Int>, rounds: Int) {
+func atkTakeBacks(_ a: ThreadSafeSingleWriter<Int>, rounds: Int) {
   for round in 0..<rounds {
     var held: ThreadSafeWriterProxy<Int>? = coaTakeElsewhere(a)
     let executor = ScheduleExecutor()
@@ -39,7 +39,7 @@ func fa1TakeBacks(_ a: ThreadSafeSingleWriter<Int>, rounds: Int) {
 /// thread queues 3 writes of its own (its debt) and releases, while a third thread keeps
 /// queueing (so a successor is chosen once the release has served past its millisecond).
 /// Returns how many of this thread's 3 writes had run when its release returned.
-func fa1OwnWritesRunByTheRelease(_ a: ThreadSafeSingleWriter<Int>) -> Int {
+func atkOwnWritesRunByTheRelease(_ a: ThreadSafeSingleWriter<Int>) -> Int {
   var held = a.writer
   precondition(held != nil, "the writer was not free")
   let queued = DispatchSemaphore(value: 0)
@@ -67,7 +67,7 @@ func fa1OwnWritesRunByTheRelease(_ a: ThreadSafeSingleWriter<Int>) -> Int {
   return ranAtReturn
 }
 
-@Suite(.serialized) struct AttackPassFresh1 {
+@Suite(.serialized) struct AttackPassTakeBackDebts {
   /// 60 take-backs, then a release that owes 3 writes, queued behind 100 slow writes of
   /// another thread, while a third thread streams writes: the release must return only
   /// after its 3 writes ran ("A release pays its debts").
@@ -78,14 +78,14 @@ func fa1OwnWritesRunByTheRelease(_ a: ThreadSafeSingleWriter<Int>) -> Int {
       attackWatchdog(60, "a release after take-backs")
       guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { exit(0) }
       let a = ThreadSafeSingleWriter(value: 0)
-      coaOnThread { fa1TakeBacks(a, rounds: 60) }
+      coaOnThread { atkTakeBacks(a, rounds: 60) }
       let skew = a.ran &- a.lock.withHandOffLock { a.handOff.pointee.taken }
       attackErr("after 60 take-backs: ran - taken = \(Int64(bitPattern: skew))\n")
       var short = 0
       var worst = 3
       for _ in 0..<5 {
         let ran = Locked(0)
-        coaOnThread { ran.withLock { $0 = fa1OwnWritesRunByTheRelease(a) } }
+        coaOnThread { ran.withLock { $0 = atkOwnWritesRunByTheRelease(a) } }
         let got = ran.withLock { $0 }
         if got != 3 { short += 1 }
         worst = min(worst, got)
@@ -108,7 +108,7 @@ func fa1OwnWritesRunByTheRelease(_ a: ThreadSafeSingleWriter<Int>) -> Int {
       var short = 0
       for _ in 0..<5 {
         let ran = Locked(0)
-        coaOnThread { ran.withLock { $0 = fa1OwnWritesRunByTheRelease(a) } }
+        coaOnThread { ran.withLock { $0 = atkOwnWritesRunByTheRelease(a) } }
         if ran.withLock({ $0 }) != 3 { short += 1 }
       }
       atkEnd(breakingIf: short > 0, "\(short) of 5 releases returned before their own writes ran")

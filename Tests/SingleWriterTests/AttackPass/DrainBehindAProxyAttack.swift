@@ -3,12 +3,12 @@ import Testing
 
 @testable import SingleWriter
 
-// Fresh attack pass 3: "The backlog is visible" and "A drain behind its own proxy warns"
-// against a `checkout()` that had to queue. Handed the writer at its turn, it keeps the
-// hand-off's `queued` set for as long as its task holds the proxy, though nothing is
-// queued behind it: `drained()` then queues behind that proxy instead of returning.
+// "The backlog is visible" and "A drain behind its own proxy warns" against proxies that
+// got the writer through the queue: a `checkout()` handed it at its turn, a `writeNext`
+// body that kept it. The hand-off's `queued` stays set while such a proxy holds the
+// writer with nothing queued behind it; `drained()` must not wait for it.
 
-@Suite(.serialized) struct AttackPassFresh3 {
+@Suite(.serialized) struct AttackPassDrainBehindAProxy {
   /// A task's `checkout()` queues behind a thread's proxy and is handed the writer; it
   /// holds its proxy, with nothing queued behind it (`queuedWrites` is 0). Another task's
   /// `drained()` must return at once ("at once if none is queued"; "a checkout held by a
