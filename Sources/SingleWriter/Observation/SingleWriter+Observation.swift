@@ -185,7 +185,8 @@ extension SingleWriter {
   /// ```
   ///
   /// Observers are told once per checkout, at its end, never per write through a held
-  /// proxy, and never for a checkout that only read. The first tracked read makes the
+  /// proxy, and never for a proxy's checkout that only read (unless this first tracked
+  /// read came while it was held: it may have written before); a closure write counts. The first tracked read makes the
   /// container observed for good. ``read`` registers nothing and stays a plain load.
   @inlinable
   public var trackedRead: Value {

@@ -49,8 +49,9 @@
 ///
 /// Only a call that can wait for a lock orders it after the locks held: `withWriter`,
 /// `await write`, `checkout()`, a `ReentrantMutex`'s outermost `with`, a `BarrierStore`
-/// write. `tryWrite`, `writer` and `writeNext` never wait, so taking them inside another
-/// lock is no order; but what they hold keeps others waiting, so a lock taken inside
+/// write; and a `writeNext` that queues on a container made with `maxQueuedWrites`, which
+/// may wait for room. `tryWrite`, `writer` and any other `writeNext` never wait, so taking
+/// them inside another lock is no order; but what they hold keeps others waiting, so a lock taken inside
 /// them is ordered after them. A nested `with` of a `ReentrantMutex` is no new order. The
 /// writes that a thread runs from a container's queue run inside the locks it holds: one
 /// that takes such a lock is reported too (``RaceReport/Kind/servedWriteTakesHeldLock``),

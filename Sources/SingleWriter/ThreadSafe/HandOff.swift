@@ -32,7 +32,8 @@ struct HandOff<Entry> {
   @usableFromInline var server: UInt = 0
   /// A proxy holds the checkout, taken at a queued turn or by a `writeNext` body that kept
   /// it, and nothing queued has run since: `queued` may still be set with nothing queued,
-  /// and `drained()` must not wait for that proxy. Cleared when a checkout ends.
+  /// and `drained()` must not wait for that proxy. Set only with `queued`, so that the
+  /// checkout's end takes the slow path, `checkoutEnded`, which clears it.
   @usableFromInline var heldByProxy = false
   /// A checkout ended inside the server's own run (a proxy kept by a queued write, then
   /// released there) and was handed back to that run instead of starting another.
@@ -181,6 +182,7 @@ struct HandOff<Entry> {
     }
     if inbox.isEmpty {
       TransitionRow.handOffNextBatchRelease.reached()
+      assert(!heldByProxy, "a proxy's mark outlived its checkout")
       queued = false
       server = 0
       successorWanted = false
@@ -208,7 +210,8 @@ struct HandOff<Entry> {
   /// a proxy (see `heldByProxy`), not by a write that is running. The counts are those of
   /// `queuedWrites`; only a server changes `startedWrites`, and nobody serves then.
   @inlinable func drainsAtOnce(arrivedWrites: UInt, startedWrites: UInt) -> Bool {
-    heldByProxy && server == 0 && inbox.isEmpty && arrivedWrites == startedWrites
+    assert(!heldByProxy || queued, "a proxy's mark without queued")
+    return heldByProxy && server == 0 && inbox.isEmpty && arrivedWrites == startedWrites
   }
 
   /// The server is past its millisecond in the middle of a batch: returns the successor

@@ -43,7 +43,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // on this thread warns if it waits for it. The gate goes first: once the lend ends, the
     // proxy may end the checkout on any thread, and only this one may release the gate.
     lock.openGateIfClosed()
-    lock.withHandOffLock { handOff.pointee.heldByProxy = true }
+    // With `queued` set, this proxy's release takes the slow path, which clears the mark;
+    // with it clear, `drained()` returns at once anyway, and the release may not.
+    lock.withHandOffLock {
+      if handOff.pointee.queued { handOff.pointee.heldByProxy = true }
+    }
     if inPlace {
       // No longer this thread's closure: the proxy's, whoever took it here.
       sw_uptr_store(lock.checkoutThread, 0)

@@ -305,8 +305,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
       TransitionRow.entryWrite.reached()
+      if sw_reading_depth() != 0 { lock.stopServingInsideARead() }
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
+      if sw_reading_depth() != 0 { lock.stopServingInsideARead() }
       runAsyncWrite(waiter, job)
       return .ran
     case .checkout(let waiter):

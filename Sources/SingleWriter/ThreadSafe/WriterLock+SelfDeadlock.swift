@@ -26,6 +26,21 @@ extension WriterLock {
       """)
   }
 
+  /// Stops a queue run that reaches a write on a thread inside this container's
+  /// `read { }`: a checkout ended there (a proxy released, an in-place `writeNext` body
+  /// done) with writes queued behind it. They would wait for the read, on the thread that
+  /// holds it; a thread inside a read is never chosen to serve, but the end of a checkout
+  /// it holds cannot pass the queue to anyone else.
+  @usableFromInline @inline(never) func stopServingInsideARead() {
+    guard sw_reading_contains(sync) else { return }
+    selfDeadlockFailure(
+      """
+      ThreadSafeSingleWriter: a checkout ended inside `read { }` on the same thread, with \
+      writes queued behind it, which would run inside that read and wait forever for it \
+      to end. Release the proxy, or call `writeNext`, outside the read.
+      """)
+  }
+
   /// Stops a wait for the writer that this thread itself holds up: from a closure write's
   /// body or a served queue (marked in `checkoutThread`), from inside a write access
   /// through a proxy, or from inside `read { }`. Proxies held outside an access are not
