@@ -50,7 +50,9 @@
 /// Only a call that can wait for a lock orders it after the locks held: `withWriter`,
 /// `await write`, `checkout()`, a `ReentrantMutex`'s outermost `with`, a `BarrierStore`
 /// write; and a `writeNext` that queues on a container made with `maxQueuedWrites`, which
-/// may wait for room. `tryWrite`, `writer` and any other `writeNext` never wait, so taking
+/// may wait for room. Reads are not checked, though a read waits for a write access in
+/// progress: two containers read inside each other's writes or reads, in both orders, can
+/// deadlock unreported. `tryWrite`, `writer` and any other `writeNext` never wait, so taking
 /// them inside another lock is no order; but what they hold keeps others waiting, so a lock taken inside
 /// them is ordered after them. A nested `with` of a `ReentrantMutex` is no new order. The
 /// writes that a thread runs from a container's queue run inside the locks it holds: one

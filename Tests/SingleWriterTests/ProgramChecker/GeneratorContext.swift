@@ -7,6 +7,10 @@ struct GeneratorContext {
   /// This root may nest calls on A inside calls on B (the probe root); others nest only B
   /// inside A, so that no two threads can wait for each other's container.
   var mayCross: Bool
+  /// Another root already nests both ways (a themed one): this root nests no container
+  /// inside the other at all, since reads, which the lock-order check does not see, would
+  /// close a cycle that deadlocks unreported.
+  var crossFree = false
   /// Containers whose read, write or proxy encloses this point.
   var enclosing: Set<ContainerName> = []
   /// Inside a body that may be queued and run on another thread: same container only.
@@ -16,6 +20,7 @@ struct GeneratorContext {
   /// The containers a nested call may use here.
   var allowed: [ContainerName] {
     if queuedBody, let only = enclosing.first, enclosing.count == 1 { return [only] }
+    if crossFree, !enclosing.isEmpty { return Array(enclosing) }
     if mayCross && !queuedBody { return [.a, .b] }
     return enclosing.contains(.b) ? [.b] : [.a, .b]
   }

@@ -218,8 +218,9 @@ struct ProgramGenerator {
     let crossing = program.roots.contains { root in root.steps.contains(where: Self.crosses) }
     for index in 0..<random.int(count) {
       let kind: RootKind = random.pick([.thread, .thread, .pool, .actor, .mainActor])
-      let context = GeneratorContext(
+      var context = GeneratorContext(
         isAsync: kind.isTask, inTask: kind.isTask, mayCross: probe && index == 0 && !crossing)
+      context.crossFree = crossing
       program.roots.append(
         ProgramRoot(
           kind: kind, startDelay: random.chance(50) ? random.int(0...5) : 0,
