@@ -306,10 +306,18 @@ public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unc
     then: @escaping @Sendable (R) -> Void
   ) {
     guard let queue else {
-      let result =
-        exclusive
-        ? withExclusiveAccess(fileID, function, line, body) : withSharedAccess(body)
-      completionQueue.async { then(result) }
+      // The completion is queued before the lock is dropped, so that completions on a
+      // serial queue come in the order the operations took effect; through a box, so that
+      // a displaced value is freed by the completion, not here.
+      let run = {
+        let result = ResultHandoff(body())
+        self.completionQueue.async { then(result.take()) }
+      }
+      if exclusive {
+        withExclusiveAccess(fileID, function, line, run)
+      } else {
+        withSharedAccess(run)
+      }
       return
     }
     queue.async(flags: exclusive ? .barrier : []) {

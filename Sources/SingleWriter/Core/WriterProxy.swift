@@ -47,7 +47,11 @@ public final class WriterProxy<Value> {
       if lease == .idle { staleProxyFailure() }
       owner.isDirty = true
       #if DEBUG
-        owner.accessLog.check(.write)
+        // A section for the access, not only a check: two tasks that may each use the
+        // proxy (its holder, gone off its actor, and another task of that actor) must not
+        // use it at once, and only their own sections can show it.
+        owner.accessLog.enter(.write)
+        defer { owner.accessLog.leave(.write) }
       #endif
       defer { _fixLifetime(self) }
       yield &value.pointee
