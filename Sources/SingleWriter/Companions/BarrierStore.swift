@@ -40,8 +40,9 @@ import Dispatch
 /// a write is released after the write, so its `deinit` may use the store. The sync forms
 /// therefore never wait for the store's own queue, which is how the classic design's
 /// semaphore-based sync calls deadlock. A key's `hash(into:)` or `==` must not use the
-/// store: with the barrier queue, or inside a write with the lock, that stops the program
-/// with a message; inside a read with the lock, a write would wait forever, and so would a
+/// store: with the barrier queue, a sync form there, or anything inside a write with the
+/// lock, stops the program with a message (a callback or `async` form there only queues
+/// another block); inside a read with the lock, a write would wait forever, and so would a
 /// read as soon as another thread's write is waiting (the lock lets waiting writers go
 /// before new readers).
 public final class BarrierStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
