@@ -299,19 +299,22 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   func runNext(_ me: UInt) -> Served {
     ran &+= 1
     sw_uptr_store(lock.checkoutThread, scoped(me))
-    // Counted as started (`queuedWrites`) before it is looked at, and taken back for a
-    // `drained()` marker, which is not a write: a test of the entry first would copy it.
-    startedWrite()
+    // Each write is counted as started (`queuedWrites`) in its own case, before it runs; a
+    // `drained()` marker and a withdrawn waiter are not. Counted first and taken back, the
+    // count read one low in between, and a bounded backlog admitted a write past its bound.
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
+      startedWrite()
       TransitionRow.entryWrite.reached()
       if sw_reading_depth() != 0 { lock.stopServingInsideARead() }
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
+      startedWrite()
       if sw_reading_depth() != 0 { lock.stopServingInsideARead() }
       runAsyncWrite(waiter, job)
       return .ran
     case .checkout(let waiter):
+      startedWrite()
       guard offerCheckout(to: waiter, stoppingServing: me) else {
         TransitionRow.entryCancelledSkipped.reached()
         return .ran
@@ -319,7 +322,6 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       TransitionRow.entryCheckout.reached()
       return .handedOff
     case .drain(let waiter):
-      sw_uptr_store(lock.startedWrites, sw_uptr_load(lock.startedWrites) &- 1)
       if waiter.apply(.reach) {
         waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
       }
@@ -329,9 +331,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         // It took an offer back and ran in the task's place (`takeBackStaleOffer`): its
         // write started then, so this entry is not a write any more.
         TransitionRow.entryWaiterRanEarly.reached()
-        sw_uptr_store(lock.startedWrites, sw_uptr_load(lock.startedWrites) &- 1)
         return .ran
       }
+      startedWrite()
       TransitionRow.entryWaiter.reached()
       // `queued` stays set while entries remain, so that the waiter's end serves them.
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }
