@@ -199,6 +199,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     var deadline = sw_monotonic_ns() &+ HandOffPolicy.servingSlice
     var batches = 0
     var run = 0
+    // Looked up once: a body that reads this container has ended that read on return.
+    let insideRead = sw_reading_depth() != 0 && sw_reading_contains(lock.sync)
     var lateInBatch = false
     // Serving runs on this one thread: it holds the gate, so that a thread sleeping for the
     // writer boosts it, and releases it before the checkout passes to any other thread.
@@ -238,7 +240,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           continue
         }
       }
-      switch runNext(me) {
+      switch runNext(me, insideRead: insideRead) {
       case .ran:
         // Only now: the entry, and what its closure captured, has been released while
         // this thread was still marked as the writer, so a `deinit` that waits for this
@@ -290,31 +292,39 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     }
   }
 
+  /// Whether the oldest pending entry is a write that starts when it runs: not a
+  /// `drained()` marker, nor a waiter that ran early. Looked at in place, not copied.
+  @inlinable @inline(__always) func nextEntryIsAWrite() -> Bool {
+    switch pending.pointee.storage[pending.pointee.head] {
+    case .drain?: return false
+    case .waiter(let waiter)?: return waiter.current != .withdrawn
+    default: return true
+    }
+  }
+
   /// What running one queued entry did with the checkout.
   @usableFromInline
   enum Served { case ran, kept, handedOff }
 
   /// Runs the oldest pending entry. The entry is released before this returns.
   @inlinable
-  func runNext(_ me: UInt) -> Served {
+  func runNext(_ me: UInt, insideRead: Bool) -> Served {
     ran &+= 1
     sw_uptr_store(lock.checkoutThread, scoped(me))
-    // Each write is counted as started (`queuedWrites`) in its own case, before it runs; a
-    // `drained()` marker and a withdrawn waiter are not. Counted first and taken back, the
+    // Counted as started (`queuedWrites`) before it runs if it is a write: not a
+    // `drained()` marker, nor a waiter that ran early. Counted first and taken back, the
     // count read one low in between, and a bounded backlog admitted a write past its bound.
+    if nextEntryIsAWrite() { startedWrite() }
     switch pending.pointee.popFirst().unsafelyUnwrapped {
     case .write(let body):
-      startedWrite()
       TransitionRow.entryWrite.reached()
-      if sw_reading_depth() != 0 { lock.stopServingInsideARead() }
+      if insideRead { lock.stopServingInsideARead() }
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
-      startedWrite()
-      if sw_reading_depth() != 0 { lock.stopServingInsideARead() }
+      if insideRead { lock.stopServingInsideARead() }
       runAsyncWrite(waiter, job)
       return .ran
     case .checkout(let waiter):
-      startedWrite()
       guard offerCheckout(to: waiter, stoppingServing: me) else {
         TransitionRow.entryCancelledSkipped.reached()
         return .ran
@@ -333,7 +343,6 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         TransitionRow.entryWaiterRanEarly.reached()
         return .ran
       }
-      startedWrite()
       TransitionRow.entryWaiter.reached()
       // `queued` stays set while entries remain, so that the waiter's end serves them.
       let dismissed = lock.withHandOffLock { handOff.pointee.stopServing(me) }

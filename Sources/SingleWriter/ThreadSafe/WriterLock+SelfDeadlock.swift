@@ -31,8 +31,7 @@ extension WriterLock {
   /// done) with writes queued behind it. They would wait for the read, on the thread that
   /// holds it; a thread inside a read is never chosen to serve, but the end of a checkout
   /// it holds cannot pass the queue to anyone else.
-  @usableFromInline @inline(never) func stopServingInsideARead() {
-    guard sw_reading_contains(sync) else { return }
+  @usableFromInline @inline(never) func stopServingInsideARead() -> Never {
     selfDeadlockFailure(
       """
       ThreadSafeSingleWriter: a checkout ended inside `read { }` on the same thread, with \
