@@ -294,3 +294,59 @@ extension ScheduleScenarioTests {
     #expect(woken > 0, "no schedule woke the consumer from its sleep")
   }
 }
+
+extension ScheduleScenarioTests {
+  /// What the producers of a bounded backlog saw, on the schedule's threads.
+  final class Seen: @unchecked Sendable {
+    // Sendable: each field is written by one scheduled thread, read once all have ended.
+    var firstReturned = false
+    var mostQueued = 0
+  }
+
+  /// A bounded backlog (one write) behind a held proxy, whose holder queued one past it:
+  /// a `drained()` queues, a producer waits for room, then a second one queues once the
+  /// first returned, while the proxy's release runs the queue. The `drained()` marker is
+  /// not a write: while it is run, no producer may be let in past the bound.
+  @Test func aDrainMarkerRunningNeverLetsAProducerPastTheBound() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    // PCT finds the window of a marker counted as a write and taken back after about
+    // 2,400 schedules.
+    Scheduler.check(pct: 4_000, exhaustive: 1_000, reaches: [.entryWrite]) {
+      let container = Container(value: 0, maxQueuedWrites: 1)
+      sw_sched_name_word(container.lock.state, "the state word")
+      sw_sched_name_word(container.lock.handOffLock, "the hand-off lock")
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      Self.queue(container, journal, "H.0")  // the holder queues past the bound
+      let tasks = Tasks()
+      let seen = Seen()
+      return Scheduler.Run(
+        threads: [
+          { held.strong = nil },
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              await container.drained()
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            Self.queue(container, journal, "P.1")
+            seen.firstReturned = true
+          },
+          {
+            while !seen.firstReturned { sw_yield_thread() }
+            Self.queue(container, journal, "Q.2")
+            seen.mostQueued = container.queuedWrites
+          },
+        ],
+        check: {
+          if seen.mostQueued > 1 {
+            return "queuedWrites read \(seen.mostQueued) past the bound of 1"
+          }
+          return Self.finalCheck(container, journal, ran: ["H.0", "P.1", "Q.2"])
+        })
+    }
+  }
+}
