@@ -188,7 +188,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Returns at once if nothing is queued. Otherwise it waits its turn in the queue, as
   /// ``write(fileID:function:line:_:)`` does, whatever the task's cancellation, and then returns: writes
   /// queued after it may run before it resumes. Only queued writes count: a checkout held
-  /// by a proxy with nothing queued behind it does not hold it up.
+  /// by a proxy with nothing queued behind it does not hold it up. A cancelled task's
+  /// write counts until the queue reaches it and skips it, as in ``queuedWrites``.
   ///
   /// Called while this task holds a proxy it took (from `writer` or `checkout()`) with
   /// writes queued behind it, it waits for that proxy's release like any other wait, and

@@ -5,9 +5,14 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// An `await write`'s turn. A cancelled task has left already: skip it. Otherwise its
   /// body runs here, as a closure write of this thread's, and the task is resumed once
   /// the write is whole.
+  /// `insideRead`: this thread is inside a read of this container, where the body cannot
+  /// run; a cancelled task's entry is skipped all the same.
   @inlinable
-  func runAsyncWrite(_ waiter: TaskWaiter, _ job: (ThreadSafeSingleWriter<Value>) -> Void) {
+  func runAsyncWrite(
+    _ waiter: TaskWaiter, _ job: (ThreadSafeSingleWriter<Value>) -> Void, insideRead: Bool
+  ) {
     guard waiter.apply(.reach) else { return TransitionRow.entryCancelledSkipped.reached() }
+    if insideRead { lock.stopServingInsideARead() }
     TransitionRow.entryAsyncWrite.reached()
     lock.acquireWriting()
     job(self)

@@ -208,10 +208,12 @@ struct HandOff<Entry> {
 
   /// Whether `drained()` may return at once: no write waits, and the checkout is held by
   /// a proxy (see `heldByProxy`), not by a write that is running. The counts are those of
-  /// `queuedWrites`; only a server changes `startedWrites`, and nobody serves then.
+  /// `queuedWrites`; only a server changes `startedWrites`, and nobody serves then. The
+  /// inbox may still hold entries that are no writes: a waiter that took an offer back
+  /// and ran early, a `drained()` marker.
   @inlinable func drainsAtOnce(arrivedWrites: UInt, startedWrites: UInt) -> Bool {
     assert(!heldByProxy || queued, "a proxy's mark without queued")
-    return heldByProxy && server == 0 && inbox.isEmpty && arrivedWrites == startedWrites
+    return heldByProxy && server == 0 && arrivedWrites == startedWrites
   }
 
   /// The server is past its millisecond in the middle of a batch: returns the successor

@@ -321,8 +321,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       if insideRead { lock.stopServingInsideARead() }
       return lend(body, inPlace: false) ? .ran : .kept
     case .asyncWrite(let waiter, let job):
-      if insideRead { lock.stopServingInsideARead() }
-      runAsyncWrite(waiter, job)
+      runAsyncWrite(waiter, job, insideRead: insideRead)
       return .ran
     case .checkout(let waiter):
       guard offerCheckout(to: waiter, stoppingServing: me) else {
