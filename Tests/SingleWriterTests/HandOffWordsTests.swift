@@ -103,7 +103,7 @@ import Testing
     .waiting: [.cancel: .cancelled, .reach: .granted, .offer: .offered],
     .granted: [.finish: .done],
     .offered: [.claim: .claimed, .expire: .expired],
-    .expired: [.cancel: .cancelled, .offer: .offered, .rearm: .waiting],
+    .expired: [.offer: .offered, .rearm: .waiting],
   ]
 
   static let waiterTable: [WaiterState: [WaiterState.Event: WaiterState]] = [

@@ -28,8 +28,8 @@ final class TaskWaiter: @unchecked Sendable {
     state.apply(event, as: TaskWaiterState.self) != nil
   }
 
-  /// Cancels the wait; returns the state it left (`new`, `waiting`, or `expired` for a
-  /// `checkout()` whose offer was taken back), or `nil` if it was past them.
+  /// Cancels the wait; returns the state it left (`new` or `waiting`), or `nil` if it was
+  /// past them: a `checkout()` offered the writer once keeps its claim to it.
   @usableFromInline func cancel() -> TaskWaiterState? {
     state.apply(.cancel, as: TaskWaiterState.self)
   }

@@ -63,7 +63,7 @@ enum TaskWaiterState: UInt32, StateWord, CaseIterable {
   @inlinable func after(_ event: Event) -> TaskWaiterState? {
     switch (self, event) {
     case (.new, .queue): .waiting
-    case (.new, .cancel), (.waiting, .cancel), (.expired, .cancel): .cancelled
+    case (.new, .cancel), (.waiting, .cancel): .cancelled
     case (.waiting, .reach): .granted
     case (.waiting, .offer), (.expired, .offer): .offered
     case (.offered, .claim): .claimed

@@ -160,20 +160,16 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   }
 
   /// A `checkout()` whose offer was taken back before its task ran: its entry is at the
-  /// front of the queue again, and the task waits for it, as in `waitForTurn`, unless it
-  /// was offered the writer again meanwhile (`true` at once). `false` if it was cancelled
-  /// first: the server skips the entry.
-  func waitAgain(_ waiter: TaskWaiter) async -> Bool {
-    await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        waiter.continuation = continuation
-        guard !waiter.apply(.rearm) else { return }
-        // Offered again, or cancelled, before it could wait: it resumes itself.
-        let offered = waiter.current == .offered
-        waiter.continuation.take()!.resume(returning: offered)
-      }
-    } onCancel: {
-      if waiter.cancel() == .waiting { waiter.continuation.take()!.resume(returning: false) }
+  /// front of the queue again, and the task waits for it, unless it was offered the writer
+  /// again meanwhile (then it returns at once). Whatever the task's cancellation: once
+  /// offered the writer, a checkout's cancellation has lost, and the wait is short, for
+  /// the `withWriter` that took the offer back.
+  func waitAgain(_ waiter: TaskWaiter) async {
+    _ = await withCheckedContinuation { continuation in
+      waiter.continuation = continuation
+      guard !waiter.apply(.rearm) else { return }
+      // Offered again before it could wait: it resumes itself.
+      waiter.continuation.take()!.resume(returning: true)
     }
   }
 
@@ -252,7 +248,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// write in its place, so that threads blocked in `withWriter` never wait for a task
   /// that needs one of them to run; the task keeps its place at the front of the queue.
   /// Throws `CancellationError`, without checking out, if the task is cancelled while it
-  /// waits; a task cancelled once the writer was handed to it gets the proxy.
+  /// waits; a task cancelled once the writer was handed to it gets the proxy, even if a
+  /// blocked `withWriter` took the writer back meanwhile and the task waits again for it.
   ///
   /// In debug builds' lock-order checking (see ``RaceDetector``) the checkout is ordered
   /// after those this task holds, and held by this task until the proxy is released; the
@@ -277,9 +274,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       }
       // Offered the writer as it slept: it is this task's unless a blocked `withWriter`
       // took it back meanwhile, putting the entry back at the front; then wait again.
-      while !lock.withHandOffLock({ handOff.pointee.claim(waiter) }) {
-        guard await waitAgain(waiter) else { throw CancellationError() }
-      }
+      while !lock.withHandOffLock({ handOff.pointee.claim(waiter) }) { await waitAgain(waiter) }
     }
     lock.recordHolder()
     #if DEBUG

@@ -176,9 +176,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// Called from inside a write's closure on the same thread, from inside a write access
   /// through a proxy (a mutating method called through `proxy.write`), or from inside
   /// this container's `read { }`, it could never return, so it stops the program with a
-  /// message. Called while this thread or task holds a proxy, it waits for that proxy's
-  /// release, which is right if the proxy went elsewhere; if it did not, a warning on
-  /// standard error after a second names the deadlock.
+  /// message. Called while this thread or task holds a proxy it took, it waits for that
+  /// proxy's release, which is right if the proxy went elsewhere; if it did not, a
+  /// warning on standard error after a second names the deadlock. A proxy received from
+  /// another thread or task is not known as this one's: a wait behind it is not warned of.
   ///
   /// Debug builds' lock-order checking (see ``RaceDetector``) orders it after every lock
   /// this thread holds, and reports the first pair also taken in the opposite order. The

@@ -284,9 +284,10 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
   /// Many rounds: a `checkout()` whose task cannot run is offered the writer among
   /// writeNext, `await write`, `writeUnlessCancelled` and `drained()`; a blocked
   /// withWriter takes it back; then the task is cancelled (before it runs, while it waits
-  /// at the front behind a held writer, or concurrently with its run). A task cancelled
-  /// while it waits at the front must throw and never write; every other write runs once;
-  /// the count of waiting writes ends at 0 and the writer free.
+  /// at the front behind a held writer, or concurrently with its run). Offered the writer
+  /// once, its cancellation has lost: a task cancelled while it waits at the front gets
+  /// the proxy once the withWriter ends; every write runs once; the count of waiting
+  /// writes ends at 0 and the writer free.
   @Test func cancellingATaskWhoseOfferWasTakenBackNeverLosesOrDoublesAWrite() async {
     let result = await #expect(
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
@@ -353,7 +354,8 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
             coaRun(executor) { finished.isSet }
           case 1:
             // W still runs in its place: the task's claim fails and it waits again, its
-            // entry at the front; cancelled there, it must throw, and its entry be skipped.
+            // entry at the front; cancelled there, it has lost all the same, and gets the
+            // proxy once W ends, before the write queued behind it.
             coaRun(executor) { finished.isSet || coaFrontCheckoutWaits(a) }
             if finished.isSet {
               atkEnd(breakingIf: true, "round \(round): the task finished behind a held writer")
@@ -361,14 +363,14 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
             a.writeNext { $0.write += 1 }  // behind the checkout's entry
             expected += 1
             checkout.cancel()
-            coaRun(executor) { finished.isSet }
-            if got.withLock({ $0 }) != false {
-              atkEnd(
-                breakingIf: true,
-                "round \(round): cancelled while waiting at the front, it still checked out")
-            }
             releaseW.set()
             wDone.wait()
+            coaRun(executor) { finished.isSet }
+            if got.withLock({ $0 }) != true {
+              atkEnd(
+                breakingIf: true,
+                "round \(round): offered the writer once, then cancelled, it did not check out")
+            }
           default:
             // Cancelled from another thread while it runs.
             let canceller = DispatchSemaphore(value: 0)
