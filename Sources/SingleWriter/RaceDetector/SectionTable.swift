@@ -9,14 +9,17 @@
     private var capacity = 0
     private(set) var count = 0
     /// Which rule tells a context's own sections: `RaceContext.isOwner(of:)` if set,
-    /// else `RaceContext.sharesThreadOrTask(with:)`.
+    /// else `RaceContext.sharesThreadOrTask(with:)` for a checkout, which an actor's tasks
+    /// share as they take turns. Any other section (an access, a read) is its task's alone
+    /// either way: an access held across an `await` may go on off the actor, while the
+    /// actor's other tasks run, and two accesses at once are a race wherever they run.
     private let tasksOwnSections: Bool
 
     init(tasksOwnSections: Bool) { self.tasksOwnSections = tasksOwnSections }
 
     /// Whether the section at `index` is `context`'s own.
     private func owns(_ context: inout RaceContext, _ index: Int) -> Bool {
-      tasksOwnSections
+      tasksOwnSections || !base![index].isCheckout
         ? context.isOwner(of: base![index].context)
         : context.sharesThreadOrTask(with: base![index].context)
     }
