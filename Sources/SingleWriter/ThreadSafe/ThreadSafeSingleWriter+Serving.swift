@@ -38,13 +38,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     let me = sw_current_thread()
     // Nor is a thread inside this container's `read { }`: the bodies it would serve write.
     var mayServe: Bool
-    var isWrite = true
     switch entry {
     case .write, .waiter: mayServe = true
     case .asyncWrite, .checkout: mayServe = false
-    case .drain:
-      mayServe = false
-      isWrite = false
+    case .drain(let waiter): return enqueueDrain(waiter, from: me)
     }
     if mayServe, sw_reading_depth() != 0, sw_reading_contains(lock.sync) { mayServe = false }
     var bounded = false
@@ -55,7 +52,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       (arrival, tookOver) = arriveWithRoom(entry, from: me, mayServe: mayServe)
     } else {
       (arrival, tookOver) = lock.withHandOffLock {
-        arrive(entry, from: me, mayServe: mayServe, isWrite: isWrite)
+        arrive(entry, from: me, mayServe: mayServe, isWrite: true)
       }
     }
     // Thousands of writes wait while another thread runs them: writers outpace it. Give
@@ -79,6 +76,26 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       return finishCheckout(self)
     }
     if let successor = arrival.successor { takeOverServing(successor) }
+  }
+
+  /// A `drained()` marker queues only if a write waits, or runs, ahead of it, decided
+  /// under the same lock as its arrival: the queue may have emptied since `drained()`
+  /// looked, and a proxy taken since then, with nothing queued, must not hold it up.
+  /// Otherwise the task is resumed at once.
+  @usableFromInline func enqueueDrain(_ waiter: TaskWaiter, from me: UInt) {
+    let queuedBehind = lock.withHandOffLock { () -> Bool in
+      guard handOff.pointee.queued,
+        !handOff.pointee.drainsAtOnce(
+          arrivedWrites: sw_uptr_load(lock.arrivedWrites),
+          startedWrites: sw_uptr_load(lock.startedWrites))
+      else { return false }
+      // `queued` is set, so this takes no checkout and chooses no successor.
+      _ = arrive(.drain(waiter), from: me, mayServe: false, isWrite: false)
+      return true
+    }
+    if !queuedBehind, waiter.apply(.reach) {
+      waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
+    }
   }
 
   /// Under the hand-off's lock: appends `entry`, counts it, and sets `queued` if it is

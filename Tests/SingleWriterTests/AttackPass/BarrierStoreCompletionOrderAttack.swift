@@ -22,25 +22,34 @@ func atkCompletionCompletionOrder(queue: Bool) -> Never {
   nonisolated(unsafe) var log: [(isSet: Bool, value: Int)] = []
   let store = BarrierStore<Int, Int>(
     backing: queue ? .barrierQueue : .readWriteLock, completionQueue: completions)
-  let rounds = 20_000
+  let rounds = 5_000
+  // Every completion leaves the group: the barrier queue's come after the calls return.
+  let completed = DispatchGroup()
   let setterDone = DispatchSemaphore(value: 0)
   let readerDone = DispatchSemaphore(value: 0)
   Thread.detachNewThread {
     for value in 1...rounds {
-      store.setValue(value, forKey: 0) { _, value in log.append((true, value)) }
+      completed.enter()
+      store.setValue(value, forKey: 0) { _, value in
+        log.append((true, value))
+        completed.leave()
+      }
     }
     setterDone.signal()
   }
   Thread.detachNewThread {
     for _ in 0..<rounds {
+      completed.enter()
       store.value(forKey: 0) { _, value in
         if let value { log.append((false, value)) }
+        completed.leave()
       }
     }
     readerDone.signal()
   }
   setterDone.wait()
   readerDone.wait()
+  completed.wait()  // every call has entered by now
   completions.sync {}
   var lastSetCompleted = 0
   var inversions = 0

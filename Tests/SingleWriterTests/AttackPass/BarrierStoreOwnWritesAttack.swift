@@ -19,7 +19,7 @@ import Testing
       noise.start()
       var wrong = 0
       var first = ""
-      for i in 1...5_000 {
+      for i in 1...2_000 {
         store.setValue(i, forKey: 0) { _, _ in }
         let sync = store.value(forKey: 0)
         let async = await store.valueAsync(forKey: 0)
