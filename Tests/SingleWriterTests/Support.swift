@@ -508,3 +508,8 @@ func expectProceedsOrStopsWithMessage(
     result?.exitStatus == .exitCode(7) || err.contains("would wait forever"),
     "\(exitReport(result))", sourceLocation: sourceLocation)
 }
+
+/// Whether this process runs under ThreadSanitizer, which stops a child process that races
+/// in memory (exit status 66): a test that makes a real race on purpose, to check the
+/// debug race detector, does not run then.
+let underThreadSanitizer: Bool = dlsym(dlopen(nil, RTLD_NOW), "__tsan_init") != nil

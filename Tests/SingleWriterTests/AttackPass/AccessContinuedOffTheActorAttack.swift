@@ -12,8 +12,8 @@ import Testing
 // access section was opened on the actor, and was taken for "the same actor" by every
 // access of A's other tasks; an access's section is now its task's alone.
 
-/// Write accesses that store nothing: the race detector sees two write accesses at once,
-/// while ThreadSanitizer, which stops a child that races in memory (status 66), sees none.
+/// Write accesses that store nothing in the value; the proxy's own bookkeeping still races
+/// in memory, so the test does not run under ThreadSanitizer.
 struct AtkOffLedger: Sendable {
   let hits = Counter()
   /// Runs off any actor, holding the inout access to the container's value all along,
@@ -62,7 +62,9 @@ actor AtkOffHolder {
 
 @Suite struct AttackPassAccessContinuedOffTheActor {
   #if DEBUG
-    @Test func anAccessBegunOnTheActorAndContinuedOffItWhileTheActorWritesIsReported() async {
+    @Test(
+      .enabled(if: !underThreadSanitizer, "races in memory on purpose (the proxy's plain fields)"))
+    func anAccessBegunOnTheActorAndContinuedOffItWhileTheActorWritesIsReported() async {
       let result = await #expect(
         processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
       ) {

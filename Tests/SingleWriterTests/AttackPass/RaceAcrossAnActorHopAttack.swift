@@ -12,8 +12,8 @@ import Testing
 // of the two writers matches one of them: each access through the proxy now opens a
 // section of its own, which the other writer does not match.
 
-/// Write accesses that store nothing: the race detector sees two write accesses at once,
-/// while ThreadSanitizer, which stops a child that races in memory (status 66), sees none.
+/// Write accesses that store nothing in the value; the proxy's own bookkeeping still races
+/// in memory, so the test does not run under ThreadSanitizer.
 struct AtkHopLedger {
   let hits = Counter()
   /// A write access that lasts 20 µs, so that the two writers' accesses overlap often.
@@ -69,7 +69,9 @@ nonisolated func atkHopWriteOffActor(
 
 @Suite struct AttackPassRaceAcrossAnActorHop {
   #if DEBUG
-    @Test func aHolderTaskWritingOffItsActorWhileTheActorWritesIsReported() async {
+    @Test(
+      .enabled(if: !underThreadSanitizer, "races in memory on purpose (the proxy's plain fields)"))
+    func aHolderTaskWritingOffItsActorWhileTheActorWritesIsReported() async {
       let result = await #expect(
         processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
       ) {
