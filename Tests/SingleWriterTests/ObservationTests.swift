@@ -198,7 +198,9 @@ struct Profile: Equatable, Sendable {
       }
     }
     await waitUntil { deliveries.load() == 1 }
-    box.tryWrite { $0 = 50 }
+    // Waits its turn: the consumer may be writing back just now, where a `tryWrite` would
+    // find the writer busy and write nothing (chaos mode's timing did).
+    await box.write { $0 = 50 }
     await waitUntil { box.read == 10 }
     try? await Task.sleep(for: .milliseconds(50))
     consumer.cancel()
