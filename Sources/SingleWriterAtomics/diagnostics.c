@@ -262,6 +262,22 @@ uintptr_t sw_current_executor_identity(void) {
 #endif
 }
 
+bool sw_current_task_runs_inline(void) {
+#if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
+  if (sw_current_task() == 0) return false;
+  typedef __attribute__((swiftcall)) sw_serial_executor_ref (*current_executor)(void);
+  static _Atomic(uintptr_t) slot;
+  current_executor get = (current_executor)sw_symbol(&slot, "swift_task_getCurrentExecutor");
+  if (!get) return false;
+  // The generic executor has no identity and no kind; a task started inline has no
+  // identity and the kind the runtime gives a synchronous start.
+  sw_serial_executor_ref executor = get();
+  return executor.identity == NULL && executor.implementation != 0;
+#else
+  return false;
+#endif
+}
+
 // MARK: - Thread-local slots
 
 uintptr_t sw_thread_slot_create(void (*destructor)(void *)) {

@@ -38,7 +38,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     _ body: sending (inout sending Value) throws(E) -> sending R
   ) async throws(E) -> sending R {
     #if DEBUG
-      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+      LockOrderCheck.willSuspend(for: ObjectIdentifier(self), fileID, function, line)
     #endif
     if lock.tryBeginClosureWrite() || spinForClosureWrite() {
       #if DEBUG
@@ -65,7 +65,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ) async throws -> sending R {
     try Task.checkCancellation()
     #if DEBUG
-      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+      LockOrderCheck.willSuspend(for: ObjectIdentifier(self), fileID, function, line)
     #endif
     if lock.tryBeginClosureWrite() || spinForClosureWrite() {
       #if DEBUG
@@ -206,7 +206,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     if atOnce { return }
     #if DEBUG
       // It waits for the queue, which waits for whatever its bodies take.
-      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+      LockOrderCheck.willSuspend(for: ObjectIdentifier(self), fileID, function, line)
     #endif
     _ = await waitForTurn(unlessCancelled: false) { .drain($0) }
   }
@@ -263,7 +263,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line
   ) async throws -> ThreadSafeWriterProxy<Value> {
     #if DEBUG
-      LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
+      LockOrderCheck.willSuspend(for: ObjectIdentifier(self), fileID, function, line)
     #endif
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
@@ -274,11 +274,23 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       }
       // Offered the writer as it slept: it is this task's unless a blocked `withWriter`
       // took it back meanwhile, putting the entry back at the front; then wait again.
-      while !lock.withHandOffLock({ handOff.pointee.claim(waiter) }) { await waitAgain(waiter) }
+      while true {
+        let (claimed, drains) = lock.withHandOffLock { () -> (Bool, [TaskWaiter]) in
+          guard handOff.pointee.claim(waiter) else { return (false, []) }
+          // This task holds the checkout now, and nobody can take it back.
+          return (true, takeLeadingDrains())
+        }
+        if claimed {
+          resume(drains)
+          break
+        }
+        await waitAgain(waiter)
+      }
     }
     lock.recordHolder()
     #if DEBUG
-      LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
+      LockOrderCheck.checkedOut(
+        ObjectIdentifier(self), holder: lock.holder, fileID, function, line)
     #endif
     return ThreadSafeWriterProxy(owning: self)
   }

@@ -60,9 +60,12 @@ import SingleWriterAtomics
 
     // MARK: Checkouts
 
-    func checkedOut(_ id: UInt, _ site: LockSite) {
+    /// `id` is checked out through a proxy whose holder the container recorded as
+    /// `holder` (see `CheckoutHold`).
+    func checkedOut(_ id: UInt, holder: UInt, _ site: LockSite) {
       let hold = CheckoutHold(
-        id: id, thread: sw_current_thread(), task: sw_current_task(), site: site)
+        id: id, holder: holder, thread: sw_current_thread(), task: sw_current_task(),
+        site: site)
       mutex.lock()
       checkouts.append(hold)
       lockOrderWords.setCheckouts(checkouts.count)
@@ -87,21 +90,23 @@ import SingleWriterAtomics
     /// any task) holds; while serving a container's queue, a checkout of `id` itself means
     /// a served write takes it.
     func recordFromCheckouts(to id: UInt, _ site: LockSite, servingFor container: UInt?) {
-      let thread = sw_current_thread()
-      let task = sw_current_task()
+      // The identities the hand-off records, never reused: an address would be given to a
+      // later thread or task while a proxy its first owner took lives on.
+      let serial = sw_current_thread_serial()
+      let taskHolder = sw_current_task_holder()
       var reports: [RaceReport] = []
       mutex.lock()
       var index = 0
       while index < checkouts.count {
         let hold = checkouts[index]
         index += 1
-        guard hold.isHeld(byThread: thread, task: task) else { continue }
+        guard hold.isHeld(bySerial: serial, taskHolder: taskHolder) else { continue }
         if hold.id != id {
-          if let report = recordLocked(hold.id, hold.site, heldBy: hold.holder, to: id, site) {
+          if let report = recordLocked(hold.id, hold.site, heldBy: hold.holderName, to: id, site) {
             reports.append(report)
           }
         } else if let container,
-          let report = servedLocked(id, hold.site, hold.holder, site, container)
+          let report = servedLocked(id, hold.site, hold.holderName, site, container)
         {
           reports.append(report)
         }

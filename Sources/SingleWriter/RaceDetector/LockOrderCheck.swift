@@ -21,9 +21,13 @@ import SingleWriterAtomics
   /// lock's identity and the public call's site.
   ///
   /// What creates an edge, from every lock the thread (or its task) holds to the one
-  /// taken: a call that can wait for the lock (`willTake`, `willWait`): `withWriter`,
-  /// `await write`, `checkout()`, a `ReentrantMutex`'s outermost `with`, a `BarrierStore`
-  /// write. A call that never waits (`took`: `tryWrite`, `writeNext` run in place, `writer`)
+  /// taken: a call that can block its thread for the lock (`willTake`, `willWait`):
+  /// `withWriter`, a `ReentrantMutex`'s outermost `with`, a `BarrierStore` write, a
+  /// bounded `writeNext`. A call that suspends instead (`willSuspend`: `await write`,
+  /// `checkout()`, `drained()`) is ordered after the checkouts its task holds only: the
+  /// locks its thread holds are held by the synchronous code beneath it (a `Task.immediate`
+  /// started inside a `with { }`), which goes on, and lets them go, while the task waits.
+  /// A call that never waits (`took`: `tryWrite`, `writeNext` run in place, `writer`)
   /// creates none to its lock, but holds it, so what is taken inside does get an edge from
   /// it. A reentrant `with` is no new order.
   @usableFromInline
@@ -63,6 +67,19 @@ import SingleWriterAtomics
       let stack = Self.stack
       guard stack.pointee.count != 0 || lockOrderWords.hasCheckouts else { return }
       check(UInt(bitPattern: lock), LockSite(file: file, function: function, line: line), stack)
+    }
+
+    /// This task is about to suspend until it gets `lock` (or its turn in `lock`'s queue):
+    /// ordered after the checkouts it holds across the wait, which may be all that keeps
+    /// the queue from moving; not after the locks its thread holds (see above).
+    @usableFromInline
+    static func willSuspend(
+      for lock: ObjectIdentifier, _ file: StaticString, _ function: StaticString, _ line: UInt
+    ) {
+      guard lockOrderWords.isOn, lockOrderWords.hasCheckouts else { return }
+      LockGraph.shared.recordFromCheckouts(
+        to: UInt(bitPattern: lock), LockSite(file: file, function: function, line: line),
+        servingFor: nil)
     }
 
     /// `lock` was taken by a call that never waits, and is held until `released`.
@@ -108,14 +125,35 @@ import SingleWriterAtomics
 
     /// The proxy that `container` just lent out for a checkout (`writer`, `checkout()`)
     /// is held by this task, or this thread outside any task, until `checkoutEnded`.
+    /// `holder` is the identity the container recorded for it (`WriterLock.recordHolder`).
     @usableFromInline
     static func checkedOut(
-      _ container: ObjectIdentifier, _ file: StaticString, _ function: StaticString,
-      _ line: UInt
+      _ container: ObjectIdentifier, holder: UInt, _ file: StaticString,
+      _ function: StaticString, _ line: UInt
     ) {
       guard lockOrderWords.isOn else { return }
       LockGraph.shared.checkedOut(
-        UInt(bitPattern: container), LockSite(file: file, function: function, line: line))
+        UInt(bitPattern: container), holder: holder,
+        LockSite(file: file, function: function, line: line))
+    }
+
+    /// The caller's own `writeNext` body, run in place (`took`), kept its proxy: the
+    /// checkout is held through it by `holder`, as one from `writer` is, from the site of
+    /// that `writeNext`, until `checkoutEnded`.
+    @usableFromInline
+    static func keptInPlace(_ container: ObjectIdentifier, holder: UInt) {
+      guard lockOrderWords.isOn, let raw = sw_lock_order_stack() else { return }
+      let stack = raw.assumingMemoryBound(to: LockStack.self)
+      let id = UInt(bitPattern: container)
+      var index = stack.pointee.count - 1
+      while index >= 0 {
+        let held = stack.pointee[index]
+        if held.id == id, !held.isServing {
+          LockGraph.shared.checkedOut(id, holder: holder, held.site)
+          return
+        }
+        index -= 1
+      }
     }
 
     /// The proxy that owned `container`'s checkout was released, on any thread.

@@ -68,7 +68,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// `init(value:maxQueuedWrites:)`); it then queues past the bound.
   @usableFromInline func waitsForRoom(_ me: UInt) -> Bool {
     !(sw_uptr_load(lock.checkoutThread) == scoped(me) || sw_reading_contains(lock.sync)
-      || lock.isHeldHere() || lock.withHandOffLock({ handOff.pointee.server == me }))
+      || lock.mayBeHeldUpHere() || lock.withHandOffLock({ handOff.pointee.server == me }))
   }
 
   /// A bounded backlog admits a `writeNext` only with room, counted under the same lock
@@ -88,9 +88,28 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     }
   }
 
-  /// Sleeps while the bounded backlog is full.
+  /// Sleeps while the bounded backlog is full. After a second, from a task while another
+  /// task holds the checkout through a proxy, warns once: a task started with
+  /// `Task.immediate` on an actor by the very task that holds the proxy runs inline like
+  /// any job of that actor, which no look can tell apart, and waits forever.
   @usableFromInline func waitForRoom() {
+    var since = sw_monotonic_ns()
+    var warned = false
     while queuedWrites >= maxQueuedWrites {
+      if !warned, sw_monotonic_ns() &- since >= HandOffPolicy.deadlockWarning {
+        since = sw_monotonic_ns()
+        let holder = lock.holder
+        if holder & 1 != 0, sw_current_task() != 0, !WriterLock.isCaller(holder) {
+          warned = true
+          sw_print_error(
+            """
+            SingleWriter: a bounded writeNext in a task has waited 1 s for room while \
+            another task holds the checkout through a proxy. If that task started this one \
+            with `Task.immediate` and waits for it, this is a deadlock: use `await write` \
+            in async code.
+            """)
+        }
+      }
       // Ask, then look again: a write started between the look and the ask would not
       // know to wake this thread. A start that misses the ask still ends the sleep
       // within `HandOffPolicy.roomRecheck`.

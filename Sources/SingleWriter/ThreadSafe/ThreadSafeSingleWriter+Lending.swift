@@ -52,6 +52,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       // No longer this thread's closure: the proxy's, whoever took it here.
       sw_uptr_store(lock.checkoutThread, 0)
       lock.recordHolder()
+      #if DEBUG
+        // Held through this proxy from now on, as one from `writer` is.
+        LockOrderCheck.keptInPlace(ObjectIdentifier(self), holder: lock.holder)
+      #endif
     } else {
       // Kept by another thread's body: who holds it now is not known here, and a warning
       // that named this thread or task would be false.

@@ -33,8 +33,14 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// A task's entry (`await write`, `checkout()`) is never chosen to take over serving:
   /// its thread runs the task's enqueue, and must not serve others' writes before the task
   /// has suspended. If it finds the checkout free, its own entry is the first to run.
+  ///
+  /// `fileID`, `function` and `line` name a `writeNext` that runs its own body in place
+  /// here, in debug builds' lock-order checking.
   @inlinable
-  func enqueue(_ entry: Pending) {
+  func enqueue(
+    _ entry: Pending, fileID: StaticString = #fileID, function: StaticString = #function,
+    line: UInt = #line
+  ) {
     let me = sw_current_thread()
     // Nor is a thread inside this container's `read { }`: the bodies it would serve write.
     var mayServe: Bool
@@ -69,7 +75,15 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         // This thread's own body, alone in the queue: it runs in place, as when the
         // writer is free, so that a proxy it keeps is known as this thread's and task's.
         sw_uptr_store(lock.checkoutThread, scoped(me))
-        if lend(body, inPlace: true) { endLentCheckout() }
+        #if DEBUG
+          // Held as `writeNext` holds a body it runs in place: no order to it.
+          LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+        #endif
+        let returned = lend(body, inPlace: true)
+        #if DEBUG
+          LockOrderCheck.released(ObjectIdentifier(self))
+        #endif
+        if returned { endLentCheckout() }
         return
       case .asyncWrite, .waiter, .drain: break
       }
@@ -297,8 +311,16 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         // The write kept its proxy. Its closure is gone now, and with it maybe the
         // proxy's last holder: if that ended the checkout on this thread, it was handed
         // back (see `finishCheckoutNow`), and the run goes on.
-        let (goesOn, dismissed) = lock.withHandOffLock { handOff.pointee.proxyKept(by: me) }
+        let (goesOn, dismissed, drains) = lock.withHandOffLock {
+          () -> (Bool, Waiter?, [TaskWaiter]) in
+          let serving = handOff.pointee.server == me
+          let (goesOn, dismissed) = handOff.pointee.proxyKept(by: me)
+          // Stopped while still the server: this thread holds the run until the lock is
+          // dropped, and the writer is in the kept proxy's hands.
+          return (goesOn, dismissed, serving && !goesOn ? takeLeadingDrains() : [])
+        }
         dismissed?.grant(checkout: false)
+        resume(drains)
         guard goesOn else { return }
         // Handed back, and the closure is gone: drop the mark `finishCheckoutNow` set for
         // its release, as after any entry. Left set, it outlived the run, and a later
@@ -306,6 +328,36 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         sw_uptr_store(lock.checkoutThread, 0)
         lock.closeGateIfWanted()  // released when the proxy was kept; see `lend`
       }
+    }
+  }
+
+  /// Under the hand-off's lock, by the checkout's holder, as the queue stops with the
+  /// writer in a proxy's hands (a queued body kept it, or a `checkout()` claimed it): takes
+  /// out the `drained()` markers at the front of the queue, every write ahead of them
+  /// having run, to be resumed once the lock is dropped. `drained()` waits for queued
+  /// writes, never for a proxy's release: otherwise a drain queued before a body that kept
+  /// its proxy would wait for that proxy, and forever in the task it was handed to.
+  @usableFromInline func takeLeadingDrains() -> [TaskWaiter] {
+    var drains: [TaskWaiter] = []
+    while case .drain(let waiter)? = pending.pointee.first {
+      _ = pending.pointee.popFirst()
+      ran &+= 1
+      drains.append(waiter)
+    }
+    guard pending.pointee.isEmpty else { return drains }
+    while case .drain(let waiter)? = handOff.pointee.inbox.first {
+      _ = handOff.pointee.inbox.popFirst()
+      handOff.pointee.taken &+= 1
+      ran &+= 1
+      drains.append(waiter)
+    }
+    return drains
+  }
+
+  /// Resumes the `drained()` tasks `takeLeadingDrains` took out, with no lock held.
+  @usableFromInline func resume(_ drains: [TaskWaiter]) {
+    for waiter in drains where waiter.apply(.reach) {
+      waiter.continuation.take().unsafelyUnwrapped.resume(returning: true)
     }
   }
 

@@ -278,7 +278,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     // the task's wherever it resumes. Out of line: this path allocates a proxy anyway.
     lock.recordHolder()
     #if DEBUG
-      LockOrderCheck.checkedOut(ObjectIdentifier(self), fileID, function, line)
+      LockOrderCheck.checkedOut(
+        ObjectIdentifier(self), holder: lock.holder, fileID, function, line)
     #endif
     return ThreadSafeWriterProxy(owning: self)
   }
@@ -327,7 +328,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
           LockOrderCheck.willWait(for: ObjectIdentifier(self), fileID, function, line)
         }
       #endif
-      return enqueue(.write(body))
+      return enqueue(.write(body), fileID: fileID, function: function, line: line)
     }
     #if DEBUG
       // Run in place, it holds the writer without having waited: no order to it.

@@ -191,6 +191,19 @@ struct WriterLock {
     return holder != 0 && WriterLock.isCaller(holder)
   }
 
+  /// Whether the caller may be what keeps the proxy that holds the checkout, for a wait
+  /// that would block rather than be warned of: it is held here (`isHeldHere`), or a
+  /// task took it and this task runs inline (`sw_current_task_runs_inline`: started with
+  /// `Task.immediate` by code that cannot go on until this task suspends, which may be
+  /// the task that took it). The same identity as every other "who holds this" asks;
+  /// only the answer for a task running inline errs towards not waiting, since whoever
+  /// runs beneath it cannot be named.
+  @usableFromInline func mayBeHeldUpHere() -> Bool {
+    let holder = holder
+    guard holder != 0 else { return false }
+    return WriterLock.isCaller(holder) || (holder & 1 != 0 && sw_current_task_runs_inline())
+  }
+
   /// A thread's serial is one thread-local load; a task's number, two calls.
   @inlinable static func isCaller(_ holder: UInt) -> Bool {
     holder & 1 == 0 ? holder == sw_current_thread_serial() : holder == sw_current_task_holder()

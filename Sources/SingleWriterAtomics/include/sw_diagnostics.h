@@ -65,6 +65,14 @@ uintptr_t sw_current_holder(void);
 /// on whatever threads they run, for one owner.
 uintptr_t sw_current_executor_identity(void);
 
+/// Whether the current task runs inline, inside the synchronous code that ran on this
+/// thread before it: a task started with `Task.immediate` from a nonisolated context,
+/// before its first suspension, whose executor is the runtime's mark of a synchronous
+/// start. Whatever runs beneath it on this thread cannot go on until it suspends or
+/// returns. `false` outside a task, for a task started inline on an actor (it runs on
+/// that actor's executor, like any of its jobs), or where the runtime cannot say.
+bool sw_current_task_runs_inline(void);
+
 /// Creates a thread-local slot whose non-null value is passed to `destructor` when its
 /// thread exits. Returns 0 if none is left.
 uintptr_t sw_thread_slot_create(void (*destructor)(void *));
