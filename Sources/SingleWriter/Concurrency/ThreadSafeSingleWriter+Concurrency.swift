@@ -183,9 +183,14 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// Returns at once if nothing is queued. Otherwise it waits its turn in the queue, as
   /// ``write(fileID:function:line:_:)`` does, whatever the task's cancellation, and then returns: writes
-  /// queued after it may run before it resumes. Only queued writes count: a checkout held
-  /// by a proxy with nothing queued behind it does not hold it up. A cancelled task's
-  /// write counts until the queue reaches it and skips it, as in ``queuedWrites``.
+  /// queued after it may run before it resumes. Only queued writes count, and a write has
+  /// run once its closure has returned, or, for a `checkout()`, once its task has the
+  /// proxy: a proxy holding the writer never holds the drain up, whether a queued body
+  /// kept it, a `checkout()` queued before the drain got it, or it was taken with nothing
+  /// queued; the writes queued between that proxy and the drain do. A cancelled task's
+  /// write counts until the queue reaches it and skips it, as in ``queuedWrites``. A
+  /// `withWriter` or `await write` still spinning for the writer has not queued yet, and
+  /// does not count.
   ///
   /// Called while this task holds a proxy it took (from `writer` or `checkout()`) with
   /// writes queued behind it, it waits for that proxy's release like any other wait, and
@@ -243,7 +248,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   ///
   /// At its turn the writer is handed to the task while it still sleeps, as an actor's
   /// turn is: no thread waits for the task to run, and the writes queued after it wait
-  /// for its proxy's release, which serves them. Only a thread blocked in `withWriter`
+  /// for its proxy's release, which serves them (a `drained()` queued after it returns
+  /// once the task has the proxy). Only a thread blocked in `withWriter`
   /// may take the writer back, from a task still not running a millisecond later, and
   /// write in its place, so that threads blocked in `withWriter` never wait for a task
   /// that needs one of them to run; the task keeps its place at the front of the queue.

@@ -16,8 +16,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// ``withWriter(fileID:function:line:_:)`` does, instead of queueing; nothing is lost.
   /// It never waits for room that only it could make: from the checkout's holder (a proxy
   /// taken by this task, or on this thread outside any task, whatever the thread runs now;
-  /// a closure write's body; a queued body being served here) or from inside this
-  /// container's `read { }`, it queues past the bound. Other waits are not bounded by it: `await write` and
+  /// a closure write's body; a queued body being served here), from a task started with
+  /// `Task.immediate` that runs inline, before its first suspension, while a task holds
+  /// the checkout through a proxy (the task beneath it may be that one), or from inside
+  /// this container's `read { }`, it queues past the bound. A `Task.immediate` that
+  /// inherits an actor's isolation runs like any job of that actor, which no look can tell
+  /// apart: started by the holder task, it waits, and warns on standard error after a
+  /// second. Other waits are not bounded by it: `await write` and
   /// `checkout()` suspend as before, and a `withWriter` that queued waits in its own
   /// thread. Since a `writeNext` may now wait for the queued bodies to run, a queued body
   /// must not wait for a thread that calls `writeNext` on this container; and in async
@@ -38,7 +43,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   ///
   /// A snapshot for diagnostics and tests, two loads, cheap enough to read in a loop:
   /// writes may queue or start while it is read. A write that is running is no longer
-  /// counted; a cancelled `await write` counts until the queue reaches it.
+  /// counted; a `withWriter` or `await write` still spinning for the writer is not counted
+  /// yet. A cancelled `writeUnlessCancelled` or `checkout()` counts until the queue
+  /// reaches it and skips it, even after its call has thrown `CancellationError`.
   public var queuedWrites: Int {
     let arrived = sw_uptr_load(lock.arrivedWrites)
     let started = sw_uptr_load(lock.startedWrites)

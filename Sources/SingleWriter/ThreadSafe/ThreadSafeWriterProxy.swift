@@ -82,6 +82,17 @@ public final class ThreadSafeWriterProxy<Value: ~Copyable> {
 // inlined as a copyable one.
 extension ThreadSafeWriterProxy {
   /// The container's value, read and mutated in place.
+  ///
+  /// Each access holds the value for as long as it lasts, and every `read` waits for it
+  /// meanwhile. An `async` mutating method called through it,
+  /// `await proxy.write.refresh()`, holds the access across every `await` inside it: keep
+  /// such calls out of shared code (await first, then assign), since with as many readers
+  /// blocked as the cooperative pool has threads, the task inside the access never resumes.
+  ///
+  /// ```swift
+  /// let token = await fetchToken()  // not `await proxy.write.fetchToken()`
+  /// proxy.write.token = token
+  /// ```
   @inlinable
   public var write: Value {
     // `_fixLifetime(self)`: the proxy lives until its access has ended (see WriterProxy).

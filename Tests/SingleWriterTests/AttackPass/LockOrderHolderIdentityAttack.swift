@@ -63,9 +63,11 @@ import Testing
         let a = ThreadSafeSingleWriter(value: 0)
         let b = ThreadSafeSingleWriter(value: 0)
         let (held, stale) = await atkWriterFromAnEndedTask(a)
-        let took = await atkInATaskGiven(theAddress: stale) { () -> Bool in
+        // Returns an `Int`, as the task that ended did a pair: a task of about the same
+        // size, so that its memory is likely to be the ended task's.
+        let took = await atkInATaskGiven(theAddress: stale) { () -> Int in
           b.withWriter { $0 += 1 }
-          return true
+          return 1
         }
         guard took != nil else { atkNothingReused() }
         held.withLock { $0 = nil }
