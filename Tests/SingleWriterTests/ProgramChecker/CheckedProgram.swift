@@ -17,6 +17,8 @@ struct CheckedProgram: Sendable {
   var consumers: [ContainerName]
   /// Containers made with `init(value:maxQueuedWrites:)`, and their bound.
   var bounds: [ContainerName: Int] = [:]
+  /// Each root starts once the one before it has ended (the lock-order theme).
+  var sequential = false
 
   /// The program as readable pseudo-code.
   var listing: String {
@@ -38,6 +40,7 @@ struct CheckedProgram: Sendable {
       for consumer in consumers {
         lines.append("  consumer: for await v in \(consumer).changes() { check v.a == v.b }")
       }
+      if sequential { lines.append("  (each root starts once the one before it has ended)") }
       for (index, root) in roots.enumerated() {
         var head = "  root \(index + 1): \(root.kind)"
         if root.startDelay > 0 { head += ", starts after \(root.startDelay) ms" }

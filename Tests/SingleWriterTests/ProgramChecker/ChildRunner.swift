@@ -7,6 +7,8 @@ import SingleWriter
 /// watchdog; a stop ends it with its own message and signal.
 enum ChildRunner {
   static let races = Locked([String]())
+  /// Lock-order inversions reported since the program began (debug builds).
+  static let inversions = Counter()
 
   static func emit(_ text: String) {
     FileHandle.standardError.write(Data(text.utf8))
@@ -17,7 +19,10 @@ enum ChildRunner {
   static func run(_ seeds: [UInt64]) async {
     let watchdog = ChildWatchdog()
     #if DEBUG
-      RaceDetector.onRace = { report in races.withLock { $0.append("\(report)") } }
+      RaceDetector.onRace = { report in
+        if report.kind == .lockOrderInversion { inversions.add(1) }
+        races.withLock { $0.append("\(report)") }
+      }
     #endif
     for seed in seeds {
       let program = ProgramGenerator.program(seed: seed)
@@ -59,7 +64,16 @@ enum ChildRunner {
         })
     }
     let host = ProgramActor()
+    let reportsBefore = inversions.load()
     for root in program.roots {
+      // In a sequential program, a root that waits first starts once both containers
+      // are free: a proxy handed on by the root before it has been let go.
+      if program.sequential, root.startDelay > 0 {
+        while run.box(.a).tryWrite({ _ in }) == nil || run.box(.b).tryWrite({ _ in }) == nil {
+          usleep(100)
+        }
+      }
+      let ended = program.sequential ? DispatchSemaphore(value: 0) : nil
       run.group.enter()
       let delay = UInt64(root.startDelay) * 1_000_000
       let task: Task<Void, Never>
@@ -70,9 +84,11 @@ enum ChildRunner {
           run.enter()
           interpreter.runSync(root.steps, origin: StepMarker.thread)
           run.group.leave()
+          ended?.signal()
         }
         thread.stackSize = 8 << 20
         thread.start()
+        if let ended { await waitFor(ended) }
         continue
       case .pool:
         task = Task.detached {
@@ -80,6 +96,7 @@ enum ChildRunner {
           run.enter()
           await interpreter.runRoot(root.steps)
           run.group.leave()
+          ended?.signal()
         }
       case .mainActor:
         task = Task { @MainActor in
@@ -87,6 +104,7 @@ enum ChildRunner {
           run.enter()
           await interpreter.runRoot(root.steps)
           run.group.leave()
+          ended?.signal()
         }
       case .actor:
         task = Task.detached {
@@ -94,6 +112,7 @@ enum ChildRunner {
           run.enter()
           await host.run(interpreter, root.steps)
           run.group.leave()
+          ended?.signal()
         }
       }
       if let cancel = root.cancelAfter {
@@ -102,6 +121,7 @@ enum ChildRunner {
           task.cancel()
         }
       }
+      if let ended { await waitFor(ended) }
     }
     // Meanwhile a thread reads the backlog of each bounded container whose bound holds.
     let sampling = SharedFlag()
@@ -129,7 +149,29 @@ enum ChildRunner {
       consumer.cancel()
       await consumer.value
     }
-    return run.finalFailures()
+    var failures = run.finalFailures()
+    #if DEBUG
+      if program.theme == "lock-order" {
+        let reports = inversions.load() - reportsBefore
+        let expected = ProgramGenerator.expectedLockReports(program)
+        if reports != expected {
+          failures.append(
+            "\(reports) lock-order reports where the model expects \(expected): "
+              + races.withLock { $0.last.map { String($0.prefix(600)) } ?? "" })
+        }
+      }
+    #endif
+    return failures
+  }
+
+  /// Waits, off the cooperative pool, for `semaphore`.
+  static func waitFor(_ semaphore: DispatchSemaphore) async {
+    await withCheckedContinuation { continuation in
+      DispatchQueue.global().async {
+        semaphore.wait()
+        continuation.resume()
+      }
+    }
   }
 
   static func runPlain(onMain: Bool, _ tasks: [[PlainStep]]) async -> [String] {

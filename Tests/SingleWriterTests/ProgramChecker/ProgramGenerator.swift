@@ -6,6 +6,7 @@ struct ProgramGenerator {
     ("random", 21), ("read-nesting", 12), ("closure-nesting", 8), ("access-nesting", 7),
     ("self-hold", 7), ("other-task-wait", 5), ("async-storm", 15), ("follow-up-storm", 6),
     ("consumers", 9), ("plain-actor", 8), ("backlog", 14),
+    ("lock-order", 8),
   ]
 
   var random: CheckerRandom
@@ -152,6 +153,8 @@ struct ProgramGenerator {
       program.flavor = .plain(onMainActor: random.chance(40), tasks: tasks)
     case "backlog":
       backlogProgram(&program, x)
+    case "lock-order":
+      lockOrderProgram(&program)
     default:
       addRandomRoots(&program, 2...4)
       if random.chance(25) { program.consumers = [x] }
