@@ -19,6 +19,10 @@ struct CheckedProgram: Sendable {
   var bounds: [ContainerName: Int] = [:]
   /// Each root starts once the one before it has ended (the lock-order theme).
   var sequential = false
+  /// Each `produce` step queues its writes from a `Task.immediate` started where it runs,
+  /// which runs inline, inside that step: the same promises hold as for the step itself
+  /// (a holder's inline task queues past the bound, since the holder cannot go on).
+  var inlineProducers = false
 
   /// The program as readable pseudo-code.
   var listing: String {
@@ -41,6 +45,7 @@ struct CheckedProgram: Sendable {
         lines.append("  consumer: for await v in \(consumer).changes() { check v.a == v.b }")
       }
       if sequential { lines.append("  (each root starts once the one before it has ended)") }
+      if inlineProducers { lines.append("  (each produce queues from a Task.immediate)") }
       for (index, root) in roots.enumerated() {
         var head = "  root \(index + 1): \(root.kind)"
         if root.startDelay > 0 { head += ", starts after \(root.startDelay) ms" }

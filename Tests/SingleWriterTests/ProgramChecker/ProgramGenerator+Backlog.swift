@@ -13,6 +13,8 @@ extension ProgramGenerator {
   // MARK: The backlog theme
 
   mutating func backlogProgram(_ program: inout CheckedProgram, _ x: ContainerName) {
+    // A holder task's writes from a `Task.immediate` it starts queue past the bound too.
+    program.inlineProducers = random.chance(30)
     let shape = random.int(0...99)
     if shape < 25 {
       exactBacklog(&program, x)

@@ -110,16 +110,26 @@ struct ProgramInterpreter: Sendable {
       // A step of its own for each call: a call chosen to serve is bounded on its own.
       run.enter("produce \(x) #\(producer) write \(sequence) of \(count)")
       run.count(x)
-      run.box(x).writeNext { proxy in
-        run.bodyBegan(x, origin: origin)
-        proxy.write.a += 1
-        let before = proxy.write.tag(producer, sequence)
-        if before != sequence - 1 {
-          run.fail(
-            "writes out of order, lost or doubled: write \(sequence) of producer #\(producer) "
-              + "on \(x) ran after its write \(before)")
+      let write = { @Sendable in
+        run.box(x).writeNext { proxy in
+          run.bodyBegan(x, origin: origin)
+          proxy.write.a += 1
+          let before = proxy.write.tag(producer, sequence)
+          if before != sequence - 1 {
+            run.fail(
+              "writes out of order, lost or doubled: write \(sequence) of producer "
+                + "#\(producer) on \(x) ran after its write \(before)")
+          }
+          proxy.write.b += 1
         }
-        proxy.write.b += 1
+      }
+      if run.program.inlineProducers,
+        #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)
+      {
+        // Runs inline: `writeNext` has returned when `Task.immediate` does.
+        Task.immediate { write() }
+      } else {
+        write()
       }
       run.checkQueued(x, "right after write \(sequence) of producer #\(producer) returned")
     }
