@@ -36,6 +36,25 @@ import Testing
     expectExit(result, 0)
   }
 
+  /// Isolated to an actor, the inline task runs like any job of that actor, which no look
+  /// can tell apart: it waits for room, as documented, and says so after a second rather
+  /// than hanging silently.
+  @Test func aBoundedWriteNextFromAnActorIsolatedInlineTaskOfTheHolderWarns() async {
+    let result = await #expect(
+      processExitsWith: atkExpect(.exitCode(3)), observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(3, "a bounded writeNext from the holder's actor-isolated Task.immediate")
+      guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else {
+        attackErr("has waited 1 s for room (no Task.immediate here)\n")
+        exit(3)
+      }
+      let a = ThreadSafeSingleWriter(value: 0, maxQueuedWrites: 1)
+      await AtkInlineHolder().holdAndProduceInline(a)
+      exit(0)
+    }
+    #expect(standardError(result).contains("has waited 1 s for room"), "\(exitReport(result))")
+  }
+
   /// The control: from a holder thread's `Task.immediate`, the same queues past the bound.
   @Test func aBoundedWriteNextFromAnInlineTaskOfTheHolderThreadQueuesPastTheBound() async {
     let result = await #expect(
@@ -60,5 +79,19 @@ import Testing
     }
     expectNoBreak(result)
     expectExit(result, 0)
+  }
+}
+
+/// An actor whose task holds a container's writer and starts a `Task.immediate`, which
+/// inherits the actor's isolation.
+actor AtkInlineHolder {
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)
+  func holdAndProduceInline(_ a: ThreadSafeSingleWriter<Int>) {
+    let proxy = a.writer!
+    writeNextFromAnotherThread(a) { $0.write += 1 }  // the backlog is full now
+    Task.immediate {
+      a.writeNext { $0.write += 1 }  // waits for room this actor's task alone can make
+    }
+    withExtendedLifetime(proxy) {}
   }
 }
