@@ -43,7 +43,7 @@ import Testing
     let result = await #expect(
       processExitsWith: atkExpect(.exitCode(3)), observing: [\.standardErrorContent]
     ) {
-      attackWatchdog(3, "a bounded writeNext from the holder's actor-isolated Task.immediate")
+      attackWatchdog(6, "a bounded writeNext from the holder's actor-isolated Task.immediate")
       guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else {
         attackErr("has waited 1 s for room (no Task.immediate here)\n")
         exit(3)
