@@ -19,16 +19,14 @@ final class AsyncWriteProbe: Sendable {
   /// Two threads keep queueing writes whose bodies each queue a follow-up, while a thread
   /// releases a checkout behind which it queued its own writes, which queue follow-ups
   /// too. The release returns while the others still queue (they stop only once it has,
-  /// or after 5 s), having run its own writes and their follow-ups. The server's
-  /// millisecond and the 5 s are real time.
-  @Test(.tags(.realTime), .unlessRealTimeSkipped)
-  func aReleaseReturnsWhileOthersKeepQueueingFollowUps() {
+  /// or after a watchdog's 120 s), having run its own writes and their follow-ups. No
+  /// time is checked, so load cannot fail it.
+  @Test func aReleaseReturnsWhileOthersKeepQueueingFollowUps() {
     let box = ThreadSafeSingleWriter(value: 0)
     let mine = Locked(0)
-    let start = Date()
     var held = box.writer
     let fed = Counter()
-    let feeders = Repeating(threads: 2, seconds: 5) {
+    let feeders = Repeating(threads: 2, seconds: 120) {
       box.writeNext { proxy in
         proxy.write += 1
         box.writeNext { $0.write += 1 }
@@ -45,10 +43,9 @@ final class AsyncWriteProbe: Sendable {
     }
     held = nil  // this thread serves
     _ = held
-    let served = Date().timeIntervalSince(start)
-    let feedersStillQueueing = !feeders.isStopped && served < 5
+    let feedersStillQueueing = !feeders.isStopped
     feeders.stop()
-    #expect(feedersStillQueueing, "the release served until the others stopped (\(served) s)")
+    #expect(feedersStillQueueing, "the release served until the others stopped")
     #expect(mine.withLock { $0 } >= 200, "its own writes and their follow-ups ran first")
     // Everything queued has run once every call has returned.
     #expect(box.withWriter { $0 } == box.read)

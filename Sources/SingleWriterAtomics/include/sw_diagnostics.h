@@ -15,6 +15,10 @@ void sw_write_stderr(const char *bytes, size_t count);
 /// Writes `message` and a newline to standard error.
 void sw_print_error(const char *message);
 
+/// How many messages `sw_print_error` has written so far: a test's watchdog waits past its
+/// time for a warning that a loaded machine delays, and ends a child once one is out.
+uintptr_t sw_printed_error_count(void);
+
 /// What `sw_current_thread_name` found.
 enum {
   /// The thread has no name, or the platform cannot tell.
