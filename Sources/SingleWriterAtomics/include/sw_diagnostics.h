@@ -51,6 +51,18 @@ void sw_describe_address(const void *address, char *buffer, size_t capacity);
 /// look-up of the runtime's function, which reads a thread-local.
 uintptr_t sw_current_task(void);
 
+/// `sw_current_task()` for the hot path, inlined into the caller: a direct call of the
+/// runtime's entry point (which a Swift program links), without the look-up's call and
+/// load. Every access through a held proxy records its task with it.
+static inline uintptr_t sw_current_task_inline(void) {
+#if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
+  extern __attribute__((swiftcall)) void *swift_task_getCurrent(void);
+  return (uintptr_t)swift_task_getCurrent();
+#else
+  return sw_current_task();
+#endif
+}
+
 /// The current task as the holder of a proxy that may outlive it, or 0 outside a task:
 /// the runtime's number for the task, never given to another task while the process runs,
 /// with the low bit set (where the runtime has no number, the task's address, tagged,
