@@ -227,7 +227,7 @@ extension ThreadSafeSingleWriterConcurrencyTests {
       }
     }
     await waitUntil { seen.withLock { $0 } == [0] }
-    box.tryWrite { $0 = 1 }
+    _ = box.tryWrite { $0 = 1 }
     await waitUntil { seen.withLock { $0.count } == 2 }
     box.writer!.write = 2  // a checkout through a proxy, released at once
     await waitUntil { seen.withLock { $0.count } == 3 }
@@ -241,7 +241,7 @@ extension ThreadSafeSingleWriterConcurrencyTests {
   @Test func aSlowConsumerGetsTheNewestValue() async {
     let box = ThreadSafeSingleWriter(value: 0)
     let stream = box.changes()
-    for value in 1...100 { box.tryWrite { $0 = value } }
+    for value in 1...100 { _ = box.tryWrite { $0 = value } }
     var iterator = stream.makeAsyncIterator()
     #expect(await iterator.next() == 100)
   }
