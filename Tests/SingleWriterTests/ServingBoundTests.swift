@@ -19,8 +19,8 @@ final class AsyncWriteProbe: Sendable {
   /// Two threads keep queueing writes whose bodies each queue a follow-up, while a thread
   /// releases a checkout behind which it queued its own writes, which queue follow-ups
   /// too. The release returns while the others still queue (they stop only once it has,
-  /// or after a watchdog's 120 s), having run its own writes and their follow-ups. No
-  /// time is checked, so load cannot fail it.
+  /// or after a watchdog's 120 s), having run its own writes and their follow-ups, and
+  /// spent little CPU time serving. No wall time is checked, so load cannot fail it.
   @Test func aReleaseReturnsWhileOthersKeepQueueingFollowUps() {
     let box = ThreadSafeSingleWriter(value: 0)
     let mine = Locked(0)
@@ -28,6 +28,7 @@ final class AsyncWriteProbe: Sendable {
     let fed = Counter()
     let feeders = Repeating(threads: 2, seconds: 120) {
       box.writeNext { proxy in
+        attackSpin(2_000)  // the feeders outpace one server: its queue never empties
         proxy.write += 1
         box.writeNext { $0.write += 1 }
       }
@@ -41,11 +42,15 @@ final class AsyncWriteProbe: Sendable {
         box.writeNext { _ in mine.withLock { $0 += 1 } }
       }
     }
+    let cpu = threadCPUTime()
     held = nil  // this thread serves
     _ = held
+    let served = threadCPUTime() - cpu
     let feedersStillQueueing = !feeders.isStopped
     feeders.stop()
     #expect(feedersStillQueueing, "the release served until the others stopped")
+    #expect(
+      served < servingCPUBound, "the release served others for \(served / 1_000_000) ms of CPU")
     #expect(mine.withLock { $0 } >= 200, "its own writes and their follow-ups ran first")
     // Everything queued has run once every call has returned.
     #expect(box.withWriter { $0 } == box.read)

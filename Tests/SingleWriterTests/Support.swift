@@ -213,6 +213,20 @@ func attackSpin(_ nanoseconds: UInt64) {
 /// The monotonic clock, in nanoseconds.
 func attackNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// The CPU time the calling thread has used, in nanoseconds. Unlike the wall clock it
+/// stands still while the thread is preempted, so a bound on it holds on a loaded machine:
+/// what a call spent serving others, not how long the scheduler kept it waiting.
+func threadCPUTime() -> UInt64 {
+  var time = timespec()
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+  return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// The most CPU time a release may spend serving other threads' writes, whose promise is
+/// about a millisecond: far above what chaos mode's injected yields add, far below what a
+/// server that never hands off spends while producers outpace it for a watchdog's 120 s.
+let servingCPUBound: UInt64 = 500_000_000
+
 // MARK: - Containers held, queued and waited for elsewhere
 
 /// Lets go of `held` on another thread after `seconds`, so that a wait behind it ends once

@@ -80,23 +80,32 @@ extension ThreadSafeSingleWriterTests {
 
   /// Producers keep queueing while this thread ends a checkout: past about a millisecond
   /// of serving their writes, a helper thread takes the queue over and this one returns,
-  /// while the producers are still at it. No time is checked: the producers stop only once
-  /// the release has returned, or after a watchdog's 120 s, so that without the hand-off
-  /// this test fails instead of hanging.
+  /// while the producers are still at it, having spent little CPU time serving. Bodies of
+  /// 2 µs let the producers outpace one server, so that without the hand-off the queue
+  /// never empties. No wall time is checked: the producers stop once the release has
+  /// returned, or after a watchdog's 120 s, so that without the hand-off this test fails
+  /// instead of hanging.
   @Test func theThreadThatEndsACheckoutIsNotKeptServingOthersForever() {
     let box = ThreadSafeSingleWriter(value: 0)
     let queued = Counter()
     var held = box.writer
     let producers = Repeating(threads: 2, seconds: 120) {
-      box.writeNext { $0.write += 1 }
+      box.writeNext { proxy in
+        attackSpin(2_000)
+        proxy.write += 1
+      }
       queued.add(1)
     }
     #expect(eventually(atMost: 60) { queued.load() >= 1_000 })
+    let cpu = threadCPUTime()
     held = nil  // this thread now serves the queue, for a while
+    let served = threadCPUTime() - cpu
     let stillProducing = !producers.isStopped
     producers.stop()
     box.withWriter { _ in }
     #expect(stillProducing, "the release served until the producers stopped")
+    #expect(
+      served < servingCPUBound, "the release served others for \(served / 1_000_000) ms of CPU")
     #expect(box.read == queued.load(), "no queued write lost")
     _ = held
   }
