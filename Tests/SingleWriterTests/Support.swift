@@ -231,6 +231,19 @@ let servingCPUBound: UInt64 = 500_000_000
 
 /// Lets go of `held` on another thread after `seconds`, so that a wait behind it ends once
 /// any warning is due.
+/// Releases `held` on another thread once the library has printed a message (the "has
+/// waited 1 s" warning a test waits for), or after `attackHangBound`: a warning that load
+/// delays past a fixed release time would never be printed, since the wait it is about
+/// would have ended.
+func releaseAfterAWarning<Value: Sendable>(_ held: Locked<ThreadSafeWriterProxy<Value>?>) {
+  let printed = sw_printed_error_count()
+  let end = attackNow() + UInt64(attackHangBound * 1e9)
+  Thread.detachNewThread {
+    while sw_printed_error_count() == printed, attackNow() < end { usleep(10_000) }
+    held.withLock { $0 = nil }
+  }
+}
+
 func releaseLater<Value: Sendable>(
   _ held: Locked<ThreadSafeWriterProxy<Value>?>, after seconds: Double
 ) {
