@@ -333,7 +333,7 @@ struct Profile: Equatable, Sendable {
         }
       }
       subscriber.start()
-      let deadline = Date().addingTimeInterval(20)
+      let deadline = Date().addingTimeInterval(60)  // a hang watchdog
       while subscribed.load() < 20_000, Date() < deadline { usleep(1_000) }
       stop.store(1)
       return subscribed.load()
