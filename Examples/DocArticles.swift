@@ -27,7 +27,7 @@ struct RequestStats: Sendable {
 let requestStats = ThreadSafeSingleWriter(value: RequestStats())
 
 @MainActor func useDarkMode() {
-  appSettings.tryWrite { $0.theme = "dark" }  // no lock: the main actor is the only writer
+  _ = appSettings.tryWrite { $0.theme = "dark" }  // no lock: the main actor is the only writer
 }
 
 func recordHit() {

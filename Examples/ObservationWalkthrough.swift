@@ -86,7 +86,7 @@ struct ShopState: Equatable, Sendable {
   let hits = ThreadSafeSingleWriter(value: 0)
   let idle = (0..<10).map { _ in hits.changes() }
   var newest = hits.changes().makeAsyncIterator()
-  for _ in 0..<1_000 { hits.tryWrite { $0 += 1 } }
+  for _ in 0..<1_000 { _ = hits.tryWrite { $0 += 1 } }
   print("newest after 1000 writes: \(await newest.next() ?? -1)")  // 1000
   _ = idle
 }

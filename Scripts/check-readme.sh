@@ -24,10 +24,20 @@ snippets = [b for b in blocks if ".package(url:" not in b]
 installs = [b for b in blocks if ".package(url:" in b]
 if len(installs) != 1 or not snippets:
     sys.exit(f"README.md: expected one Install block and some snippets, found {len(installs)} and {len(snippets)}")
-requirement = re.search(r'\.package\(url:\s*"[^"]+",\s*(.+?)\)\s*$', installs[0], re.M)
+requirement = re.search(r'\.package\(url:\s*"([^"]+)",\s*(.+?)\)\s*$', installs[0], re.M)
 if not requirement:
     sys.exit("README.md: the Install block's .package(url:) line has no requirement")
-(work / "requirement").write_text(requirement.group(1))
+(work / "requirement").write_text(requirement.group(2))
+# `package:` must be what SwiftPM calls the dependency: the URL's last path component.
+identity = requirement.group(1).rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+named = re.findall(r'\.product\(name:\s*"SingleWriter",\s*package:\s*"([^"]+)"\)', installs[0])
+if named != [identity]:
+    sys.exit(f"README.md: the Install block names package {named}, not {identity!r}, the last component of its URL")
+# Its platforms are the package's own.
+manifest = (pathlib.Path(sys.argv[1]).parent / "Package.swift").read_text()
+platforms = [re.search(r"^\s*platforms:\s*(\[.*?\])", text, re.M) for text in (installs[0], manifest)]
+if not platforms[0] or platforms[0].group(1) != platforms[1].group(1):
+    sys.exit("README.md: the Install block's platforms: differ from Package.swift's")
 for index, snippet in enumerate(snippets, 1):
     for kind, file in (("Snippet", "Snippet.swift"), ("SnippetMain", "main.swift")):
         folder = work / "readme" / f"{kind}{index}"
@@ -65,28 +75,31 @@ if grep -E '(warning|error):' "$work/snippets.log" | grep -v 'Package.resolved';
 fi
 
 # The Install block: a bare git copy of the committed checkout stands in for the hosted
-# repository, with `main` at this commit, and the README's requirement must resolve in it.
+# repository, with `main` at this commit, and the README's requirement must resolve in it,
+# and its product load, under the README's name and under a fork's, whose `package:` is
+# named by the README's rule (the URL's last component).
 requirement="$(cat "$work/requirement")"
-git clone --quiet --bare "$root" "$work/SingleWriter.git"
-git -C "$work/SingleWriter.git" branch --force main "$(git -C "$root" rev-parse HEAD)"
-mkdir -p "$work/install"
-cat >"$work/install/Package.swift" <<EOF
+for fork in SingleWriter single-writer-fork; do
+  git clone --quiet --bare "$root" "$work/$fork.git"
+  git -C "$work/$fork.git" branch --force main "$(git -C "$root" rev-parse HEAD)"
+  mkdir -p "$work/install-$fork/Sources/App"
+  cat >"$work/install-$fork/Package.swift" <<EOF
 // swift-tools-version:6.0
 import PackageDescription
 let package = Package(
   name: "App",
-  dependencies: [.package(url: "file://$work/SingleWriter.git", $requirement)],
+  dependencies: [.package(url: "file://$work/$fork.git", $requirement)],
   targets: [
-    .target(name: "App", dependencies: [.product(name: "SingleWriter", package: "SingleWriter")])
+    .target(name: "App", dependencies: [.product(name: "SingleWriter", package: "$fork")])
   ]
 )
 EOF
-mkdir -p "$work/install/Sources/App"
-echo 'import SingleWriter' >"$work/install/Sources/App/App.swift"
-echo "resolving the README's requirement: $requirement"
-if ! swift package --package-path "$work/install" resolve >"$work/install.log" 2>&1; then
-  cat "$work/install.log" >&2
-  echo "check-readme: the Install section's requirement does not resolve" >&2
-  exit 1
-fi
-echo "README.md: every snippet compiles, and the Install requirement resolves"
+  echo 'import SingleWriter' >"$work/install-$fork/Sources/App/App.swift"
+  echo "loading the README's dependency from $fork.git: $requirement"
+  if ! swift package --package-path "$work/install-$fork" describe >"$work/install.log" 2>&1; then
+    cat "$work/install.log" >&2
+    echo "check-readme: the Install section's dependency does not load from $fork.git" >&2
+    exit 1
+  fi
+done
+echo "README.md: every snippet compiles, and the Install dependency loads whatever the URL's name"

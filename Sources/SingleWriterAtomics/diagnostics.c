@@ -37,10 +37,17 @@ void sw_write_stderr(const char *bytes, size_t count) {
 #endif
 }
 
+static _Atomic(uintptr_t) sw_errors_printed;
+
 void sw_print_error(const char *message) {
   fputs(message, stderr);
   fputc('\n', stderr);
   fflush(stderr);
+  atomic_fetch_add_explicit(&sw_errors_printed, 1, memory_order_release);
+}
+
+uintptr_t sw_printed_error_count(void) {
+  return atomic_load_explicit(&sw_errors_printed, memory_order_acquire);
 }
 
 #if !defined(_WIN32)

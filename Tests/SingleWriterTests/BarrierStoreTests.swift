@@ -156,7 +156,7 @@ private func displaceValuesWhoseDeinitUsesTheStore(_ backing: BarrierStoreBackin
       let value = store.value(
         forKey: ProbeKey(1) {
           inside[me].signal()
-          met.set(inside[1 - me].wait(timeout: .now() + 30) == .success)
+          met.set(inside[1 - me].wait(timeout: .now() + 60) == .success)
         })
       return (met.isSet, value)
     }
@@ -235,7 +235,7 @@ private func displaceValuesWhoseDeinitUsesTheStore(_ backing: BarrierStoreBackin
       written.signal()
     }.start()
     // Generous for a loaded 2-core machine: a fair write waits about 20 ms.
-    let finished = written.wait(timeout: .now() + 10) == .success
+    let finished = written.wait(timeout: .now() + 60) == .success
     stop.set()
     readersDone.wait()
     if !finished { written.wait() }  // the readers stopped, so the write gets in now

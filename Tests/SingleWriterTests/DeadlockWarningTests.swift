@@ -9,14 +9,14 @@ import Testing
 /// Each waits past the second after which a wait warns: real time.
 @Suite(.tags(.realTime), .unlessRealTimeSkipped) struct DeadlockWarningTests {
   /// A main-actor task holds `writer`, then awaits a write: the proxy carries the task
-  /// that took it, wherever either runs. Another thread releases the proxy after the
-  /// warning is due, so the child ends.
+  /// that took it, wherever either runs. Another thread releases the proxy once the
+  /// warning is out, so the child ends.
   @Test func aMainActorTaskAwaitingAWriteBehindItsOwnWriterIsWarned() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       attackWatchdog(20, "main-actor task behind its own writer")
       let box = ThreadSafeSingleWriter(value: 0)
       await Task { @MainActor in
-        releaseLater(Locked(box.writer), after: 1.6)
+        releaseAfterAWarning(Locked(box.writer))
         await box.write { $0 += 1 }
       }.value
       precondition(box.read == 1)
@@ -31,7 +31,7 @@ import Testing
       attackWatchdog(20, "pool task behind its own checkout")
       let box = ThreadSafeSingleWriter(value: 0)
       await Task.detached {
-        releaseLater(Locked<ThreadSafeWriterProxy<Int>?>(try! await box.checkout()), after: 1.6)
+        releaseAfterAWarning(Locked<ThreadSafeWriterProxy<Int>?>(try! await box.checkout()))
         await box.write { $0 += 1 }
       }.value
       precondition(box.read == 1)
@@ -42,7 +42,7 @@ import Testing
   /// `drained()` in a task that holds a proxy it took, with a write queued behind it,
   /// waits for that proxy like any wait, and is warned: the task may have sent the proxy
   /// away (see `drainedAfterSendingTheCheckoutToAnotherTaskWaits`). Another thread
-  /// releases it after the warning is due, so the child ends.
+  /// releases it once the warning is out, so the child ends.
   @Test func drainedBehindThisTasksOwnProxyIsWarned() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
       attackWatchdog(20, "drained behind its own proxy")
@@ -50,7 +50,7 @@ import Testing
       await Task.detached {
         let held = Locked(box.writer)
         box.writeNext { $0.write += 1 }
-        releaseLater(held, after: 1.6)
+        releaseAfterAWarning(held)
         await box.drained()
         precondition(box.read == 1)
       }.value

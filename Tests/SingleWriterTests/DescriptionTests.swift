@@ -42,7 +42,7 @@ import Testing
   @Test func singleWriterDescribedInsideItsOwnWritesShowsTheWriteSoFar() {
     let counter = SingleWriter(value: 1)
     var seen: [String] = []
-    counter.tryWrite { value in
+    _ = counter.tryWrite { value in
       value = 2
       seen.append(counter.description)
     }
@@ -89,7 +89,7 @@ import Testing
     let seen = Locked<[String]>([])
     // `read` would stop the program inside these two; the description says why it
     // cannot show the value instead.
-    counter.tryWrite { _ in seen.withLock { $0.append(counter.description) } }
+    _ = counter.tryWrite { _ in seen.withLock { $0.append(counter.description) } }
     counter.withWriter { _ in seen.withLock { $0.append(counter.description) } }
     // A writeNext body holds the value and may read it, as `read` does there.
     counter.writeNext { proxy in

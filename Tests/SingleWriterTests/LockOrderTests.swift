@@ -240,10 +240,10 @@ import Testing
         let a = ThreadSafeSingleWriter(value: 0)
         let b = ThreadSafeSingleWriter(value: 0)
         let reports = collectLockReports(naming: [a, b]) {
-          onAnotherThread { a.withWriter { _ in b.tryWrite { $0 += 1 } } }
-          onAnotherThread { b.withWriter { _ in a.tryWrite { $0 += 1 } } }
-          onAnotherThread { a.tryWrite { _ in b.tryWrite { $0 += 1 } } }
-          onAnotherThread { b.tryWrite { _ in a.tryWrite { $0 += 1 } } }
+          onAnotherThread { a.withWriter { _ in _ = b.tryWrite { $0 += 1 } } }
+          onAnotherThread { b.withWriter { _ in _ = a.tryWrite { $0 += 1 } } }
+          onAnotherThread { _ = a.tryWrite { _ in b.tryWrite { $0 += 1 } } }
+          onAnotherThread { _ = b.tryWrite { _ in a.tryWrite { $0 += 1 } } }
         }
         #expect(reports.isEmpty)
         #expect(a.read == 2 && b.read == 2)
@@ -254,8 +254,8 @@ import Testing
         let a = ThreadSafeSingleWriter(value: 0)
         let b = ThreadSafeSingleWriter(value: 0)
         let reports = collectLockReports(naming: [a, b]) {
-          onAnotherThread { a.tryWrite { _ in b.withWriter { $0 += 1 } } }
-          onAnotherThread { b.tryWrite { _ in a.withWriter { $0 += 1 } } }
+          onAnotherThread { _ = a.tryWrite { _ in b.withWriter { $0 += 1 } } }
+          onAnotherThread { _ = b.tryWrite { _ in a.withWriter { $0 += 1 } } }
         }
         #expect(reports.count == 1)
       }
@@ -345,7 +345,7 @@ import Testing
         let outer = ReentrantMutex()
         let cases: [(String, () -> Void)] = [
           ("withWriter", { box.withWriter { $0 += 1 } }),
-          ("tryWrite", { box.tryWrite { $0 += 1 } }),
+          ("tryWrite", { _ = box.tryWrite { $0 += 1 } }),
           ("mutex", { mutex.with {} }),
           // Two acquisitions, and an edge from the outer one to the container.
           ("nested", { outer.with { box.withWriter { $0 += 1 } } }),

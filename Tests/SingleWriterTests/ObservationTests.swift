@@ -37,7 +37,7 @@ struct Profile: Equatable, Sendable {
     #expect(fired.load() == 1)
     _ = box.writer  // a read-only checkout
     #expect(fired.load() == 1)
-    box.tryWrite { $0 += 1 }
+    _ = box.tryWrite { $0 += 1 }
     #expect(fired.load() == 2)
     box.writeNext { $0.write += 1 }
     #expect(fired.load() == 3)
@@ -61,7 +61,7 @@ struct Profile: Equatable, Sendable {
     #expect(fired.load() == 1)
     _ = box.writer  // a read-only checkout
     #expect(fired.load() == 1)
-    box.tryWrite { $0 += 1 }
+    _ = box.tryWrite { $0 += 1 }
     #expect(fired.load() == 2)
     box.writeNext { $0.write += 1 }
     #expect(fired.load() == 3)
@@ -82,7 +82,7 @@ struct Profile: Equatable, Sendable {
     } onChange: {
       fired.add(1)
     }
-    box.tryWrite { $0 += 1 }
+    _ = box.tryWrite { $0 += 1 }
     #expect(fired.load() == 0)
     #expect(!box.isObserved, "nobody observes: writes publish nothing")
   }
@@ -102,7 +102,7 @@ struct Profile: Equatable, Sendable {
       }
     }
     track()
-    box.tryWrite { $0 = 50 }
+    _ = box.tryWrite { $0 = 50 }
     #expect(box.read == 10)
     #expect(fired.load() == 2, "the write, then the clamp; nothing after")
   }
@@ -112,7 +112,7 @@ struct Profile: Equatable, Sendable {
     let box = ThreadSafeSingleWriter(value: 0)
     var values = Observations { box.trackedRead }.makeAsyncIterator()
     #expect(await values.next() == 0)
-    box.tryWrite { $0 = 5 }
+    _ = box.tryWrite { $0 = 5 }
     #expect(await values.next() == 5)
   }
 
@@ -140,13 +140,13 @@ struct Profile: Equatable, Sendable {
     let box = ThreadSafeSingleWriter(value: 0)
     var iterator = box.changes().makeAsyncIterator()
     #expect(await iterator.next() == 0)
-    box.tryWrite { _ in }
-    box.tryWrite { $0 = 0 }
+    _ = box.tryWrite { _ in }
+    _ = box.tryWrite { $0 = 0 }
     box.writer!.write = 0
-    box.tryWrite { $0 = 7 }
+    _ = box.tryWrite { $0 = 7 }
     #expect(await iterator.next() == 7)
-    box.tryWrite { $0 = 7 }
-    box.tryWrite { $0 = 8 }
+    _ = box.tryWrite { $0 = 7 }
+    _ = box.tryWrite { $0 = 8 }
     #expect(await iterator.next() == 8)
   }
 
@@ -154,7 +154,7 @@ struct Profile: Equatable, Sendable {
     let box = ThreadSafeSingleWriter(value: 0)
     var iterator = box.changes(skippingRepeats: false).makeAsyncIterator()
     #expect(await iterator.next() == 0)
-    box.tryWrite { _ in }
+    _ = box.tryWrite { _ in }
     #expect(await iterator.next() == 0)
   }
 
@@ -162,13 +162,13 @@ struct Profile: Equatable, Sendable {
     let box = SingleWriter(value: 0)
     var iterator = box.changes().makeAsyncIterator()
     #expect(await iterator.next() == 0)
-    box.tryWrite { _ in }
+    _ = box.tryWrite { _ in }
     box.writer!.write = 0
-    box.tryWrite { $0 = 3 }
+    _ = box.tryWrite { $0 = 3 }
     #expect(await iterator.next() == 3)
     var every = box.changes(skippingRepeats: false).makeAsyncIterator()
     #expect(await every.next() == 3)
-    box.tryWrite { _ in }
+    _ = box.tryWrite { _ in }
     #expect(await every.next() == 3)
   }
 
@@ -176,15 +176,15 @@ struct Profile: Equatable, Sendable {
     let box = ThreadSafeSingleWriter(value: Profile())
     var names = box.changes(of: \.name).makeAsyncIterator()
     #expect(await names.next() == "Ann")
-    box.tryWrite { $0.cart.append(1) }
-    box.tryWrite { $0.cart.append(2) }
-    box.tryWrite { $0.name = "Bo" }
+    _ = box.tryWrite { $0.cart.append(1) }
+    _ = box.tryWrite { $0.cart.append(2) }
+    _ = box.tryWrite { $0.name = "Bo" }
     #expect(await names.next() == "Bo")
     let plain = SingleWriter(value: Profile())
     var plainNames = plain.changes(of: \.name).makeAsyncIterator()
     #expect(await plainNames.next() == "Ann")
-    plain.tryWrite { $0.cart.append(1) }
-    plain.tryWrite { $0.name = "Cy" }
+    _ = plain.tryWrite { $0.cart.append(1) }
+    _ = plain.tryWrite { $0.name = "Cy" }
     #expect(await plainNames.next() == "Cy")
   }
 
@@ -272,9 +272,9 @@ struct Profile: Equatable, Sendable {
       return seen
     }
     await Task.yield()
-    box.tryWrite { $0 = 1 }
+    _ = box.tryWrite { $0 = 1 }
     await Task.yield()
-    box.tryWrite { $0 = 2 }
+    _ = box.tryWrite { $0 = 2 }
     let seen = await consumer.value
     #expect(seen.last == 2)
     #expect(Set(seen).isSubset(of: [0, 1, 2]))
@@ -297,7 +297,7 @@ struct Profile: Equatable, Sendable {
     }
     await waitUntil { deliveries.load() == 1 }
     for _ in 0..<batches {
-      for _ in 0..<perBatch { box.tryWrite { $0 += 1 } }
+      for _ in 0..<perBatch { _ = box.tryWrite { $0 += 1 } }
       usleep(5_000)  // the consumer catches up and sleeps again
     }
     await consumer.value
@@ -333,7 +333,7 @@ struct Profile: Equatable, Sendable {
         }
       }
       subscriber.start()
-      let deadline = Date().addingTimeInterval(20)
+      let deadline = Date().addingTimeInterval(60)  // a hang watchdog
       while subscribed.load() < 20_000, Date() < deadline { usleep(1_000) }
       stop.store(1)
       return subscribed.load()
@@ -352,7 +352,7 @@ struct Profile: Equatable, Sendable {
       }
       var iterator = stream.withLock { $0 }!.makeAsyncIterator()
       if await iterator.next() != 2 { exit(1) }
-      box.tryWrite { $0 = 3 }
+      _ = box.tryWrite { $0 = 3 }
       if await iterator.next() != 3 { exit(1) }
     }
   }
@@ -376,21 +376,21 @@ struct Profile: Equatable, Sendable {
       try? await Task.sleep(for: .milliseconds(1))
     }
     // On this actor, so the consumer cannot run before the container is gone.
-    box!.tryWrite { $0 = 8 }
+    _ = box!.tryWrite { $0 = 8 }
     box = nil
     #expect(await consumer.value == [1, 8])
 
     var awake: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
     var iterator = awake!.changes().makeAsyncIterator()
     #expect(await iterator.next() == 1)
-    awake!.tryWrite { $0 = 8 }
+    _ = awake!.tryWrite { $0 = 8 }
     awake = nil
     #expect(await iterator.next() == 8)
     #expect(await iterator.next() == nil)
 
     var unstarted: ThreadSafeSingleWriter<Int>? = ThreadSafeSingleWriter(value: 1)
     var fresh = unstarted!.changes().makeAsyncIterator()
-    unstarted!.tryWrite { $0 = 8 }
+    _ = unstarted!.tryWrite { $0 = 8 }
     unstarted = nil
     #expect(await fresh.next() == 8, "the newest value, not the one at subscription")
     #expect(await fresh.next() == nil)
@@ -409,7 +409,7 @@ struct Profile: Equatable, Sendable {
         return values
       }
       await waitUntil { hub.withLock { !hub.sleepers.isEmpty } }
-      box!.tryWrite { $0 = 8 }
+      _ = box!.tryWrite { $0 = 8 }
       box = nil
       #expect(await consumer.value == [1, 8])
     }
@@ -420,7 +420,7 @@ struct Profile: Equatable, Sendable {
     var box: SingleWriter<Int>? = SingleWriter(value: 1)
     var iterator = box!.changes().makeAsyncIterator()
     #expect(await iterator.next() == 1)
-    box!.tryWrite { $0 = 8 }
+    _ = box!.tryWrite { $0 = 8 }
     box = nil
     #expect(await iterator.next() == 8)
     #expect(await iterator.next() == nil)
@@ -457,7 +457,7 @@ struct Profile: Equatable, Sendable {
           if afterCancel == 100 { break }
         }
         if value == 5 { withUnsafeCurrentTask { $0?.cancel() } }
-        box.tryWrite { $0 += 1 }
+        _ = box.tryWrite { $0 += 1 }
       }
       return afterCancel
     }.value
@@ -473,7 +473,7 @@ struct Profile: Equatable, Sendable {
           if afterCancel == 100 { break }
         }
         if value == 5 { withUnsafeCurrentTask { $0?.cancel() } }
-        plain.tryWrite { $0 += 1 }
+        _ = plain.tryWrite { $0 += 1 }
       }
       return afterCancel
     }.value
@@ -520,20 +520,20 @@ struct Profile: Equatable, Sendable {
   @Test func anObserverThatStartsInsideAWriteHearsTheRestOfIt() async {
     let box = SingleWriter(value: 0)
     var stream: SingleWriter<Int>.Changes<Int>?
-    box.tryWrite { value in
+    _ = box.tryWrite { value in
       value = 1
       stream = box.changes()
       value = 2
     }
     var iterator = stream!.makeAsyncIterator()
     #expect(await iterator.next() == 2)
-    box.tryWrite { $0 = 3 }
+    _ = box.tryWrite { $0 = 3 }
     #expect(await iterator.next() == 3)
 
     let tracked = SingleWriter(value: 0)
     nonisolated(unsafe) let unsafeTracked = tracked
     let fired = Counter()
-    tracked.tryWrite { value in
+    _ = tracked.tryWrite { value in
       value = 1
       withObservationTracking {
         _ = unsafeTracked.trackedRead

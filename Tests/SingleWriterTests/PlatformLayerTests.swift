@@ -138,7 +138,7 @@ import Testing
       return (woken, sw_monotonic_ns() - start)
     }
     #expect(woken)
-    #expect(elapsed < 10_000_000_000)
+    #expect(elapsed < 60_000_000_000)  // a hang watchdog, not a timing
   }
 
   @Test func anUntimedWaitSleepsUntilWoken() {

@@ -414,7 +414,7 @@ private struct Quiet {
       _ = box.tryWrite { $0.items.append(-1) }
       kept = nil
       // Closure writes, a throwing one, and a deep queue drained in a loop.
-      box.tryWrite { $0.items.append(6) }
+      _ = box.tryWrite { $0.items.append(6) }
       _ = try? box.tryWrite { (_: inout Quiet) throws(Failure) -> Void in throw Failure() }
       var again = box.writer
       for item in 7..<10_007 { box.writeNext { $0.write.items.append(item) } }
@@ -432,7 +432,7 @@ private struct Quiet {
           _ = box.read
           box.writer?.write.items.removeAll()
           box.writeNext { $0.write.items.append(1) }
-          box.tryWrite { $0.items.append(2) }
+          _ = box.tryWrite { $0.items.append(2) }
         }
         finished.signal()
       }.start()

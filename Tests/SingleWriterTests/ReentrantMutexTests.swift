@@ -83,7 +83,7 @@ private struct Token: ~Copyable {
     // the timeout keeps that from hanging the suite.
     let acquired = DispatchSemaphore(value: 0)
     Thread { mutex.with { _ = acquired.signal() } }.start()
-    #expect(acquired.wait(timeout: .now() + 30) == .success)
+    #expect(acquired.wait(timeout: .now() + 60) == .success)
   }
 
   @Test func anInnerThrowLeavesTheOuterHoldingTheLock() {
@@ -170,7 +170,7 @@ private struct Token: ~Copyable {
     let acquired = DispatchSemaphore(value: 0)
     first.with {
       Thread { second.with { _ = acquired.signal() } }.start()
-      #expect(acquired.wait(timeout: .now() + 30) == .success)
+      #expect(acquired.wait(timeout: .now() + 60) == .success)
     }
   }
 }

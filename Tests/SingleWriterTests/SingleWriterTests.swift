@@ -196,7 +196,7 @@ struct User: Equatable {
 
   @Test func writesQueuedInsideTryWriteRunWhenItEnds() {
     let box = SingleWriter(value: [Int]())
-    box.tryWrite { value in
+    _ = box.tryWrite { value in
       value.append(1)
       box.writeNext { $0.write.append(3) }
       value.append(2)
@@ -207,7 +207,7 @@ struct User: Equatable {
   @Test func oneMillionQueuedWritesDrainInOrderWithoutRecursion() {
     let count = 1_000_000
     let box = SingleWriter(value: [Int]())
-    box.tryWrite { $0.reserveCapacity(count) }
+    _ = box.tryWrite { $0.reserveCapacity(count) }
     var held = box.writer
     for index in 0..<count {
       box.writeNext { $0.write.append(index) }

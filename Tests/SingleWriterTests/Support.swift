@@ -185,7 +185,7 @@ func waitUntil(
 
 /// Polls `condition` every 100 µs, blocking this thread, for up to `seconds`; false if it
 /// never held. A watchdog, not a timing, as for `waitUntil`.
-func eventually(atMost seconds: Double = 20, _ condition: () -> Bool) -> Bool {
+func eventually(atMost seconds: Double = 60, _ condition: () -> Bool) -> Bool {
   let end = attackNow() + UInt64(seconds * 1e9)
   while !condition() {
     if attackNow() >= end { return false }
@@ -213,10 +213,37 @@ func attackSpin(_ nanoseconds: UInt64) {
 /// The monotonic clock, in nanoseconds.
 func attackNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// The CPU time the calling thread has used, in nanoseconds. Unlike the wall clock it
+/// stands still while the thread is preempted, so a bound on it holds on a loaded machine:
+/// what a call spent serving others, not how long the scheduler kept it waiting.
+func threadCPUTime() -> UInt64 {
+  var time = timespec()
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+  return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// The most CPU time a release may spend serving other threads' writes, whose promise is
+/// about a millisecond: far above what chaos mode's injected yields add, far below what a
+/// server that never hands off spends while producers outpace it for a watchdog's 120 s.
+let servingCPUBound: UInt64 = 500_000_000
+
 // MARK: - Containers held, queued and waited for elsewhere
 
 /// Lets go of `held` on another thread after `seconds`, so that a wait behind it ends once
 /// any warning is due.
+/// Releases `held` on another thread once the library has printed a message (the "has
+/// waited 1 s" warning a test waits for), or after `attackHangBound`: a warning that load
+/// delays past a fixed release time would never be printed, since the wait it is about
+/// would have ended.
+func releaseAfterAWarning<Value: Sendable>(_ held: Locked<ThreadSafeWriterProxy<Value>?>) {
+  let printed = sw_printed_error_count()
+  let end = attackNow() + UInt64(attackHangBound * 1e9)
+  Thread.detachNewThread {
+    while sw_printed_error_count() == printed, attackNow() < end { usleep(10_000) }
+    held.withLock { $0 = nil }
+  }
+}
+
 func releaseLater<Value: Sendable>(
   _ held: Locked<ThreadSafeWriterProxy<Value>?>, after seconds: Double
 ) {
@@ -279,14 +306,25 @@ func checkoutTask(_ box: ThreadSafeSingleWriter<Int>, adding amount: Int = 1) ->
 // Anything that could hang runs in an exit test with a watchdog that exits with status 3
 // and prints "WATCHDOG", so that a hang is reported as such instead of hanging the runner.
 
-/// Exits the process with status 3 after `seconds`: a hang shows as exit code 3.
+/// Exits the process with status 3 after `seconds` once the library has printed a message
+/// (a "has waited 1 s" warning, say), or after `attackHangBound` if it has printed none: a
+/// hang shows as exit code 3. A child that ends by design after its warning ends at
+/// `seconds`; one a loaded machine slows down is not cut short, so load cannot fail it.
 func attackWatchdog(_ seconds: Double, _ label: String) {
+  let start = attackNow()
   Thread.detachNewThread {
     Thread.sleep(forTimeInterval: seconds)
-    attackErr("WATCHDOG: \(label) hung after \(seconds) s\n")
+    let end = start + UInt64(max(seconds, attackHangBound) * 1e9)
+    while sw_printed_error_count() == 0, attackNow() < end { usleep(10_000) }
+    let waited = Double((attackNow() - start) / 1_000_000) / 1_000
+    attackErr("WATCHDOG: \(label) hung after \(waited) s\n")
     _exit(3)
   }
 }
+
+/// How long a child that printed nothing may run before its watchdog calls it hung: far
+/// past anything a loaded machine does to a test that passes.
+let attackHangBound: Double = 120
 
 /// Writes `text` to standard error.
 func attackErr(_ text: String) {

@@ -253,7 +253,7 @@ extension ThreadSafeSingleWriterHostileTests {
       stopObserving.store(1)
       box.withWriter { $0.bump() }
       expected.add(1)
-      precondition(eventually(atMost: 5) { box.writer != nil }, "writer never came back")
+      precondition(eventually(atMost: 60) { box.writer != nil }, "writer never came back")
       let value = box.read
       precondition(value.a == value.b)
       precondition(value.a == expected.load(), "value \(value.a) vs expected \(expected.load())")

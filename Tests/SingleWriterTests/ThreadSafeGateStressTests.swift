@@ -234,7 +234,7 @@ extension ThreadSafeSingleWriterGateTests {
         box.withWriter { _ in }
         if let failure = gateIdleFailure(box) { preconditionFailure(failure) }
       }
-      _ = eventually(atMost: 2) { weakBox == nil }
+      _ = eventually(atMost: 60) { weakBox == nil }
       precondition(weakBox == nil, "the container leaked")
       exit(7)
     }

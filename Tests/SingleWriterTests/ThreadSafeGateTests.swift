@@ -23,7 +23,7 @@ import Testing
     #expect(gateIdleFailure(box) == nil)
     #expect(!gateFlag(box), "flag left set with an empty span")
     box.lock.wantGate()
-    box.tryWrite { value in
+    _ = box.tryWrite { value in
       #expect(sw_uptr_load(box.lock.gateThread) == sw_current_thread())
       box.lock.wantGate()  // a sleeper re-arms
       sw_store_release(box.lock.gateWanted, 0)
@@ -33,7 +33,7 @@ import Testing
     #expect(gateIdleFailure(box) == nil)
     #expect(gateFlag(box), "re-armed flag lost")
     // Re-armed from another thread in the middle of the write.
-    box.tryWrite { value in
+    _ = box.tryWrite { value in
       let done = DispatchSemaphore(value: 0)
       Thread.detachNewThread {
         box.lock.wantGate()
@@ -52,18 +52,18 @@ import Testing
     let box = ThreadSafeSingleWriter(value: 0)
     // Flag clear, the counter about to carry into it.
     sw_store_release(box.lock.sequence, 0x7FFF_FFFE)
-    box.tryWrite { $0 += 1 }
+    _ = box.tryWrite { $0 += 1 }
     #expect(gateIdleFailure(box) == nil)
     let afterCarry = sw_load_relaxed(box.lock.sequence)
     // Flag set, the counter about to wrap to zero.
     box.lock.wantGate()
     sw_store_release(box.lock.sequence, 0xFFFF_FFFE)
-    box.tryWrite { value in
+    _ = box.tryWrite { value in
       #expect(sw_uptr_load(box.lock.gateThread) == sw_current_thread())
       value += 1
     }
     #expect(gateIdleFailure(box) == nil)
-    for _ in 0..<2_000 { box.tryWrite { $0 += 1 } }
+    for _ in 0..<2_000 { _ = box.tryWrite { $0 += 1 } }
     #expect(gateIdleFailure(box) == nil)
     #expect(!gateFlag(box), "flag stuck after the span")
     #expect(box.read == 2_002)
@@ -219,7 +219,7 @@ extension ThreadSafeSingleWriterGateTests {
       attackWatchdog(5, "withWriter in a gated tryWrite")
       let box = ThreadSafeSingleWriter(value: 0)
       box.lock.wantGate()
-      box.tryWrite { v in
+      _ = box.tryWrite { v in
         precondition(sw_uptr_load(box.lock.gateThread) == sw_current_thread())
         box.withWriter { $0 += 1 }
         v += 1

@@ -18,7 +18,7 @@ extension ThreadSafeSingleWriterTests {
   @Test func withWriterInsideTryWriteStopsInsteadOfDeadlocking() async {
     await #expect(processExitsWith: .failure) {
       let box = ThreadSafeSingleWriter(value: 0)
-      box.tryWrite { _ in box.withWriter { $0 += 1 } }
+      _ = box.tryWrite { _ in box.withWriter { $0 += 1 } }
     }
   }
 
@@ -34,14 +34,14 @@ extension ThreadSafeSingleWriterTests {
   @Test func readInsideAClosureWriteStopsInsteadOfDeadlocking() async {
     await #expect(processExitsWith: .failure) {
       let box = ThreadSafeSingleWriter(value: 0)
-      box.tryWrite { $0 = box.read + 1 }
+      _ = box.tryWrite { $0 = box.read + 1 }
     }
   }
 
   @Test func readInsideTryWriteSaysSoInItsMessage() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       let box = ThreadSafeSingleWriter(value: 0)
-      box.tryWrite { $0 = box.read + 1 }
+      _ = box.tryWrite { $0 = box.read + 1 }
     }
     expectStop(result, saying: "read inside a write on the same thread")
   }

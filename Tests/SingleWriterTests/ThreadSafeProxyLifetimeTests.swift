@@ -117,12 +117,12 @@ extension ThreadSafeSingleWriterTests {
           proxy.write += seen  // and a write through the body's proxy, elsewhere
           helper.signal()
         }
-        outcome.withLock { $0 = helper.wait(timeout: .now() + 10) }
+        outcome.withLock { $0 = helper.wait(timeout: .now() + 60) }
         proxy.write += 1
       }
       finished.signal()
     }
-    #expect(finished.wait(timeout: .now() + 20) == .success)
+    #expect(finished.wait(timeout: .now() + 60) == .success)
     #expect(outcome.withLock { $0 } == .success, "the helper thread was never blocked")
     #expect(box.read == 3)
   }
@@ -262,7 +262,7 @@ extension ThreadSafeSingleWriterHostileTests {
       serving.withLock { $0.append("M=\(sw_current_thread())") }
       held = nil  // M serves
       _ = held
-      precondition(eventually(atMost: 2) { box.writer != nil }, "writer never came back")
+      precondition(eventually(atMost: 60) { box.writer != nil }, "writer never came back")
       precondition(box.read == 5, "value \(box.read)")
     }
     expectExit(result, 0)

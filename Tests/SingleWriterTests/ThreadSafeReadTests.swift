@@ -18,7 +18,7 @@ extension ThreadSafeSingleWriterTests {
       seen.withLock { $0 = value }
       done.signal()
     }
-    #expect(done.wait(timeout: .now() + 30) == .success, "read waited for the checkout")
+    #expect(done.wait(timeout: .now() + 60) == .success, "read waited for the checkout")
     #expect(seen.withLock { $0 } == Pair(a: 1, b: 1))
     withExtendedLifetime(proxy) {}
   }

@@ -143,7 +143,7 @@ import Testing
   @Test func oneMillionQueuedWritesDrainInOrder() {
     let count = 1_000_000
     let box = ThreadSafeSingleWriter(value: [Int]())
-    box.tryWrite { $0.reserveCapacity(count) }
+    _ = box.tryWrite { $0.reserveCapacity(count) }
     var held = box.writer
     for index in 0..<count { box.writeNext { $0.write.append(index) } }
     held = nil

@@ -35,7 +35,7 @@ import Testing
       started.wait()
       let start = Date()
       var checkouts = 0
-      while progress.withLock({ $0 }) == 0, Date().timeIntervalSince(start) < 30 {
+      while progress.withLock({ $0 }) == 0, Date().timeIntervalSince(start) < 60 {
         var proxy = box.writer
         while proxy == nil { proxy = box.writer }
         proxy!.write.a += 1

@@ -36,7 +36,7 @@ struct CopyCounted: @unchecked Sendable {
     for item in 0..<100 { box.writeNext { $0.write.append(item) } }
     held = nil
     box.writeNext { $0.write.append(100) }
-    box.tryWrite { $0.append(101) }
+    _ = box.tryWrite { $0.append(101) }
     #expect(box.read.copies == 0)
     #expect(box.read.storage.items == Array(0...101))
     _ = held

@@ -53,7 +53,7 @@ let benchmarks: @Sendable () -> Void = {
       let box = ThreadSafeSingleWriter(value: Counter())
       let streams = (0..<subscribers).map { _ in box.changes() }
       for _ in benchmark.scaledIterations {
-        box.tryWrite { $0.a += 1 }
+        _ = box.tryWrite { $0.a += 1 }
       }
       blackHole(streams)
       blackHole(box.read)
@@ -63,7 +63,7 @@ let benchmarks: @Sendable () -> Void = {
       let box = SingleWriter(value: Counter())
       let streams = (0..<subscribers).map { _ in box.changes() }
       for _ in benchmark.scaledIterations {
-        box.tryWrite { $0.a += 1 }
+        _ = box.tryWrite { $0.a += 1 }
       }
       blackHole(streams)
       blackHole(box.read)
@@ -84,7 +84,7 @@ let benchmarks: @Sendable () -> Void = {
     let box = ThreadSafeSingleWriter(value: Counter())
     let consumer = startWaitingConsumer(box)
     for _ in benchmark.scaledIterations {
-      box.tryWrite { $0.a += 1 }
+      _ = box.tryWrite { $0.a += 1 }
     }
     consumer.cancel()
     blackHole(box.read)
@@ -94,7 +94,7 @@ let benchmarks: @Sendable () -> Void = {
     let box = ThreadSafeSingleWriter(value: Counter())
     blackHole(box.trackedRead)  // tracked for good; nobody listens now
     for _ in benchmark.scaledIterations {
-      box.tryWrite { $0.a += 1 }
+      _ = box.tryWrite { $0.a += 1 }
     }
     blackHole(box.read)
   }

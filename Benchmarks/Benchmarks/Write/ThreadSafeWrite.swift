@@ -29,7 +29,7 @@ func threadSafeWriteBenchmarks() {
     let box = ThreadSafeSingleWriter(value: Counter())
     blackHole(box)
     for _ in benchmark.scaledIterations {
-      box.tryWrite { $0.a += 1 }
+      _ = box.tryWrite { $0.a += 1 }
     }
     blackHole(box.read)
   }

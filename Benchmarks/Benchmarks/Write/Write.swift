@@ -43,7 +43,7 @@ let benchmarks: @Sendable () -> Void = {
     let box = SingleWriter(value: Counter())
     blackHole(box)
     for _ in benchmark.scaledIterations {
-      box.tryWrite { $0.a += 1 }
+      _ = box.tryWrite { $0.a += 1 }
     }
     blackHole(box.read)
   }

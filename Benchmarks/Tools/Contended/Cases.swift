@@ -121,7 +121,7 @@ func makeTrial(_ kind: Kind) -> Trial {
     return Trial(
       body: { stop, waits in
         guard let waits else {
-          return loop(stop) { while box.tryWrite({ $0.a += 1 }) == nil {} }
+          return loop(stop) { while !box.tryWrite({ $0.a += 1 }) {} }
         }
         return loop(stop) {
           let called = now()

@@ -39,7 +39,7 @@ let cases: [String: @Sendable (Int) -> Void] = [
   },
   "tryWrite": { n in
     let box = opaque(SingleWriter(value: Counter()))
-    for _ in 0..<n { box.tryWrite { $0.a += 1 } }
+    for _ in 0..<n { _ = box.tryWrite { $0.a += 1 } }
     sink(box.read)
   },
   "read": { n in
@@ -79,6 +79,19 @@ let cases: [String: @Sendable (Int) -> Void] = [
     for i in 0..<n { proxy.write.append(i) }
     sink(box.read.count)
   },
+  "tsAppend": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: [Int]()))
+    let proxy = box.writer!
+    for i in 0..<n { proxy.write.append(i) }
+    sink(box.read.count)
+  },
+  // The held proxy's smallest write: what the access itself costs.
+  "tsHeldWrite": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let proxy = box.writer!
+    for _ in 0..<n { proxy.write.a += 1 }
+    sink(box.read)
+  },
   "mutexAppend": { n in
     let mutex = Mutex([Int]())
     for i in 0..<n { mutex.withLock { $0.append(i) } }
@@ -103,7 +116,7 @@ let cases: [String: @Sendable (Int) -> Void] = [
   },
   "tsTryWrite": { n in
     let box = opaque(ThreadSafeSingleWriter(value: Counter()))
-    for _ in 0..<n { box.tryWrite { $0.a += 1 } }
+    for _ in 0..<n { _ = box.tryWrite { $0.a += 1 } }
     sink(box.read)
   },
   "tsWithWriter": { n in

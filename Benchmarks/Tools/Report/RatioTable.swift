@@ -110,11 +110,13 @@ let goals: [Goal] =
           row: row.replacingOccurrences(of: "%@", with: type), reference: reference, limit: limit)
       }
   }
-  + ["1k", "100k", "1M"].map { size in
-    Goal(
-      label: "append \(size) ≤ 1× Mutex append",
-      row: "Append: SingleWriter held writer, \(size) elements",
-      reference: "Append: Mutex.withLock, \(size) elements", limit: 1.0)
+  + ["1k", "100k", "1M"].flatMap { size in
+    [("", "SingleWriter"), ("thread-safe ", "ThreadSafeSingleWriter")].map { prefix, type in
+      Goal(
+        label: "\(prefix)append \(size) ≤ 1× Mutex append",
+        row: "Append: \(type) held writer, \(size) elements",
+        reference: "Append: Mutex.withLock, \(size) elements", limit: 1.0)
+    }
   }
 
 /// Rows the regression check covers: this package's own types. References and the article's
@@ -246,11 +248,19 @@ struct RatioTable {
     return rows
   }
 
-  /// The regressions against `baseline`: a ratio grown past the tolerance, or an allocation
-  /// count grown at all. Rows missing from this run are noted on standard error.
+  /// The regressions against `baseline`: a ratio grown past the tolerance, an allocation
+  /// count grown at all, or a checked row that the baseline lacks (a path no check would
+  /// see regress). Rows missing from this run are noted on standard error.
   func regressions(against baseline: [String: BaselineRow], tolerance: Double) -> [String] {
     let current = current
     var failures: [String] = []
+    for name in current.keys.sorted(by: codePointOrder) where isChecked(name) {
+      if baseline[name] == nil {
+        failures.append(
+          "\(displayName(name)): not in ratios-baseline.json, so unchecked "
+            + "(compare.sh --update adds it)")
+      }
+    }
     for (name, base) in baseline.sorted(by: { codePointOrder($0.key, $1.key) }) {
       guard let now = current[name] else {
         FileHandle.standardError.write(Data("note: \(displayName(name)) not in this run\n".utf8))

@@ -204,18 +204,41 @@ public final class SingleWriter<Value> {
   }
 
   /// Mutates the value in place if the writer is free and no write is queued, and returns
-  /// `nil` if not.
+  /// whether it did: if not, nothing was written. The result warns when unused, since a
+  /// busy writer drops the write; use ``writeNext(fileID:function:line:_:)`` for a write
+  /// that must not be lost.
   ///
   /// No proxy is created, so this is the cheapest way to write.
   ///
   /// ```swift
-  /// counter.tryWrite { $0 += 1 }
+  /// if !counter.tryWrite({ $0 += 1 }) {
+  ///   counter.writeNext { $0.write += 1 }  // busy: queue it instead
+  /// }
   /// ```
   ///
-  /// The defaulted `fileID`, `function` and `line` name the caller in debug builds'
-  /// race reports.
+  /// A body that returns a value gets it back, or `nil` when the writer was busy. The
+  /// defaulted `fileID`, `function` and `line` name the caller in debug builds' race
+  /// reports.
   @inlinable
-  @discardableResult
+  public func tryWrite<E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: (inout Value) throws(E) -> Void
+  ) throws(E) -> Bool {
+    // An overload of its own: an unused `Void?` result would not warn.
+    try tryWrite(fileID: fileID, function: function, line: line) { (value) throws(E) -> Void? in
+      try body(&value)
+    } != nil
+  }
+
+  /// Mutates the value in place if the writer is free and no write is queued, and returns
+  /// what `body` returns, or `nil` if the writer was busy: then nothing was written.
+  ///
+  /// ```swift
+  /// if let total = counter.tryWrite({ value -> Int in value += 1; return value }) {
+  ///   print(total)
+  /// }
+  /// ```
+  @inlinable
   public func tryWrite<R, E: Error>(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: (inout Value) throws(E) -> R

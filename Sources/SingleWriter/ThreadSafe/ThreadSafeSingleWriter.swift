@@ -5,7 +5,7 @@ import SingleWriterAtomics
 /// The same rules hold: any code can ``read``, only one ``ThreadSafeWriterProxy`` is
 /// alive at a time, and ``writeNext(fileID:function:line:_:)`` queues writes FIFO, never
 /// losing one. On top, ``withWriter(fileID:function:line:_:)`` waits for the writer, and
-/// ``tryWrite(fileID:function:line:_:)`` writes only if the writer is free. Neither
+/// `tryWrite` writes only if the writer is free. Neither
 /// allocates, unless `withWriter` has waited long enough to queue for its turn.
 ///
 /// ```swift
@@ -28,7 +28,7 @@ import SingleWriterAtomics
 ///
 /// Misuse that would hang stops the program with a message instead:
 /// ``withWriter(fileID:function:line:_:)`` from inside a write's closure on the same
-/// thread, or ``read`` from inside ``tryWrite(fileID:function:line:_:)``'s closure. Debug
+/// thread, or ``read`` from inside `tryWrite`'s closure. Debug
 /// builds also report locks taken in both orders (see ``RaceDetector``).
 public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// The state word, the hand-off's lock and the owner ids.
@@ -123,10 +123,37 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
 
   // MARK: Closure writes
 
-  /// Mutates the value in place if the writer is free, and returns `nil` if it is not.
+  /// Mutates the value in place if the writer is free, and returns whether it did: if not,
+  /// nothing was written. The result warns when unused, since a busy writer drops the
+  /// write; use ``writeNext(fileID:function:line:_:)`` or `await write` for a write that
+  /// must not be lost.
   ///
   /// ```swift
-  /// state.tryWrite { $0.count += 1 }
+  /// if !state.tryWrite({ $0.count += 1 }) {
+  ///   state.writeNext { $0.write.count += 1 }  // busy: queue it instead
+  /// }
+  /// ```
+  ///
+  /// As the overload whose body returns a value, whose result is `nil` when the writer
+  /// was busy.
+  @inlinable
+  public func tryWrite<E: Error>(
+    fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
+    _ body: (inout sending Value) throws(E) -> Void
+  ) throws(E) -> Bool {
+    // An overload of its own: an unused `Void?` result would not warn.
+    try tryWrite(fileID: fileID, function: function, line: line) {
+      (value: inout sending Value) throws(E) -> Void? in try body(&value)
+    } != nil
+  }
+
+  /// Mutates the value in place if the writer is free, and returns what `body` returns, or
+  /// `nil` if the writer was busy: then nothing was written.
+  ///
+  /// ```swift
+  /// if let count = state.tryWrite({ value -> Int in value.count += 1; return value.count }) {
+  ///   print(count)
+  /// }
   /// ```
   ///
   /// Reading this container from inside `body` on the same thread stops the program:
@@ -136,7 +163,6 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// after no lock held; locks that `body` waits for are ordered after it. The defaulted
   /// `fileID`, `function` and `line` name the caller in its reports.
   @inlinable
-  @discardableResult
   public func tryWrite<R: ~Copyable, E: Error>(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,
     _ body: (inout sending Value) throws(E) -> sending R

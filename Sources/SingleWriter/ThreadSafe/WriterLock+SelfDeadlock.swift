@@ -11,7 +11,7 @@ extension WriterLock {
   @usableFromInline func isAccessing(_ me: UInt) -> Bool {
     guard word.isWriting else { return false }
     let accessor = sw_uptr_load(writingThread)
-    return accessor == me || (accessor != 0 && accessor == sw_current_task())
+    return accessor == me || (accessor != 0 && accessor == sw_current_task_inline())
   }
 
   /// Stops a write to this container from inside one of its `read { }` closures on this

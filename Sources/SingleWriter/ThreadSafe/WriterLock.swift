@@ -277,13 +277,15 @@ struct WriterLock {
   /// thread (its closure's mark is this thread's) is used there and then, by the thread;
   /// any other proxy, one that owns its checkout, may be a task's, which may suspend inside
   /// the access and resume elsewhere: the task's (see `isAccessing`).
+  ///
+  /// Inlined whole, with the runtime's own entry point called directly: this runs on every
+  /// access through a held proxy, the path the container is for, where a call through the
+  /// C layer's looked-up pointer cost as much again as the access.
   @inlinable @inline(__always) func recordAccessor() {
-    if sw_uptr_load(checkoutThread) != scoped(sw_current_thread()) { recordAccessingTask() }
-  }
-
-  @usableFromInline func recordAccessingTask() {
-    let task = sw_current_task()
-    if task != 0 { sw_uptr_store(writingThread, task) }
+    if sw_uptr_load(checkoutThread) != scoped(sw_current_thread()) {
+      let task = sw_current_task_inline()
+      if task != 0 { sw_uptr_store(writingThread, task) }
+    }
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.

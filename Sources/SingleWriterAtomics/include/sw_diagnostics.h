@@ -15,6 +15,10 @@ void sw_write_stderr(const char *bytes, size_t count);
 /// Writes `message` and a newline to standard error.
 void sw_print_error(const char *message);
 
+/// How many messages `sw_print_error` has written so far: a test's watchdog waits past its
+/// time for a warning that a loaded machine delays, and ends a child once one is out.
+uintptr_t sw_printed_error_count(void);
+
 /// What `sw_current_thread_name` found.
 enum {
   /// The thread has no name, or the platform cannot tell.
@@ -46,6 +50,18 @@ void sw_describe_address(const void *address, char *buffer, size_t capacity);
 /// as `withUnsafeCurrentTask`'s, for a fraction of its cost: no generic call, a cached
 /// look-up of the runtime's function, which reads a thread-local.
 uintptr_t sw_current_task(void);
+
+/// `sw_current_task()` for the hot path, inlined into the caller: a direct call of the
+/// runtime's entry point (which a Swift program links), without the look-up's call and
+/// load. Every access through a held proxy records its task with it.
+static inline uintptr_t sw_current_task_inline(void) {
+#if !defined(_WIN32) && defined(__has_attribute) && __has_attribute(swiftcall)
+  extern __attribute__((swiftcall)) void *swift_task_getCurrent(void);
+  return (uintptr_t)swift_task_getCurrent();
+#else
+  return sw_current_task();
+#endif
+}
 
 /// The current task as the holder of a proxy that may outlive it, or 0 outside a task:
 /// the runtime's number for the task, never given to another task while the process runs,

@@ -17,7 +17,7 @@ func atkCIRCancelledWriteBehindAProxy(_ a: ThreadSafeSingleWriter<Int>) async
 {
   let held = coaTakeElsewhere(a)
   let task = Task.detached { try await a.writeUnlessCancelled { $0 += 1000 } }
-  coaAwait(5, "the write never queued") { a.pendingCount == 1 }
+  coaAwait(60, "the write never queued") { a.pendingCount == 1 }
   task.cancel()
   do {
     _ = try await task.value
@@ -55,7 +55,7 @@ func atkCIRCancelledWriteBehindAProxy(_ a: ThreadSafeSingleWriter<Int>) async
       let a = ThreadSafeSingleWriter(value: 0)
       var proxy: ThreadSafeWriterProxy<Int>? = coaTakeElsewhere(a)
       let task = Task.detached { _ = try await a.checkout() }
-      coaAwait(5, "the checkout never queued") { a.pendingCount == 1 }
+      coaAwait(60, "the checkout never queued") { a.pendingCount == 1 }
       task.cancel()
       _ = try? await task.value
       a.read { _ in proxy = nil }

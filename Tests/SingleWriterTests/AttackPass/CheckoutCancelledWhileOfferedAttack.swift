@@ -43,7 +43,7 @@ func atkCCOOfferState<V>(_ a: ThreadSafeSingleWriter<V>) -> TaskWaiterState? {
     coaRun(executor) { a.pendingCount == 1 }  // queued, then not run
     held = nil  // offered to the task, which cannot run
     _ = held
-    coaAwait(5, "the offer was never made") { atkCCOOfferState(a) == .offered }
+    coaAwait(60, "the offer was never made") { atkCCOOfferState(a) == .offered }
     var stateAfterCancel: TaskWaiterState? = nil
     if cancel {
       checkout.cancel()  // loses: the writer was handed to the task already
@@ -58,15 +58,15 @@ func atkCCOOfferState<V>(_ a: ThreadSafeSingleWriter<V>) -> TaskWaiterState? {
       a.withWriter {
         $0 += 1
         inW.set()
-        _ = eventually(atMost: 10) { releaseW.isSet }
+        _ = eventually(atMost: 60) { releaseW.isSet }
       }
       wDone.set()
     }
-    coaAwait(5, "the withWriter never took the offer back") { inW.isSet }
+    coaAwait(60, "the withWriter never took the offer back") { inW.isSet }
     // The task runs now, while W holds the writer in its place.
     coaRun(executor) { finished.isSet || coaFrontCheckoutWaits(a) }
     releaseW.set()
-    coaAwait(5, "W never ended") { wDone.isSet }
+    coaAwait(60, "W never ended") { wDone.isSet }
     coaRun(executor) { finished.isSet }
     let outcome = got.withLock { $0 } ?? "nothing"
     attackErr(

@@ -13,7 +13,7 @@ import Testing
 
 /// Blocks until `condition` holds; stops the child with a BREAK naming `what` if it does
 /// not within `seconds`.
-func coaAwait(_ seconds: Double = 5, _ what: @autoclosure () -> String, _ condition: () -> Bool) {
+func coaAwait(_ seconds: Double = 60, _ what: @autoclosure () -> String, _ condition: () -> Bool) {
   if !eventually(atMost: seconds, condition) { atkEnd(breakingIf: true, "stuck: \(what())") }
 }
 
@@ -124,7 +124,7 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
           // Even rounds: release once some withWriters have queued behind the checkout;
           // odd rounds: at once, so that others arrive after the offer.
           if round % 2 == 0 {
-            coaAwait(5, "withWriters never queued (round \(round))") { a.queuedWrites >= 3 }
+            coaAwait(60, "withWriters never queued (round \(round))") { a.queuedWrites >= 3 }
           }
           held = nil  // offers the checkout to the task, which cannot run
           _ = held
@@ -144,11 +144,11 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
               breakingIf: true,
               "round \(round): the uncancelled checkout got \(String(describing: gotIt))")
           }
-          coaAwait(5, "round \(round): the writer never came free") { a.queuedWrites == 0 }
+          coaAwait(60, "round \(round): the writer never came free") { a.queuedWrites == 0 }
           if a.read != base + all + 1_000 {
             atkEnd(breakingIf: true, "round \(round): value \(a.read - base), not \(all + 1_000)")
           }
-          coaAwait(5, "round \(round): the writer is not free at the end") {
+          coaAwait(60, "round \(round): the writer is not free at the end") {
             a.writer != nil
           }
           if a.pendingCount != 0 { atkEnd(breakingIf: true, "round \(round): still queued") }
@@ -194,22 +194,22 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
               value.append("W")
               inW.set()
               // Held until the task has run and queued again (the test waits 5 s at most).
-              _ = eventually(atMost: 5) { requeued.isSet }
+              _ = eventually(atMost: 60) { requeued.isSet }
             }
             wDone.signal()
           }
-          coaAwait(5, "W never queued") { a.queuedWrites == 3 }
+          coaAwait(60, "W never queued") { a.queuedWrites == 3 }
           for name in ["Y1", "Y2", "Y3"] { a.writeNext { $0.write.append(name) } }
           held = nil
           _ = held
-          coaAwait(5, "W never took the offer back") { inW.isSet }
+          coaAwait(60, "W never took the offer back") { inW.isSet }
           // The task runs now: its claim fails, W holds the writer, so it waits again for
           // its entry, back at the front (W holds the checkout: the batch holds still).
           coaRun(executor) { finished.isSet || coaFrontCheckoutWaits(a) }
           requeued.set()
           wDone.wait()
           coaRun(executor) { finished.isSet }
-          coaAwait(5, "the queue never drained") { a.queuedWrites == 0 && a.writer != nil }
+          coaAwait(60, "the queue never drained") { a.queuedWrites == 0 && a.writer != nil }
           let order = a.read.joined(separator: ",")
           orders[order, default: 0] += 1
           if round == 0 { attackErr("order seen: \(order)\n") }
@@ -253,13 +253,13 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
             await a.drained()
             drainSaw.withLock { $0 = a.read }
           }
-          coaAwait(5, "the drain never queued") { coaInboxCount(a) == 2 }
+          coaAwait(60, "the drain never queued") { coaInboxCount(a) == 2 }
           let wDone = DispatchSemaphore(value: 0)
           Thread.detachNewThread {
             a.withWriter { $0 += 1 }
             wDone.signal()
           }
-          coaAwait(5, "W never queued") { coaInboxCount(a) == 3 }
+          coaAwait(60, "W never queued") { coaInboxCount(a) == 3 }
           held = nil
           _ = held
           wDone.wait()  // W took the offer back (the task cannot run)
@@ -268,7 +268,7 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
           if let saw = drainSaw.withLock({ $0 }), saw < 1_000 { early += 1 }
           coaRun(executor) { finished.isSet }
           blockUntilDone(drain)
-          coaAwait(5, "not settled") { a.queuedWrites == 0 && a.read == 1_001 }
+          coaAwait(60, "not settled") { a.queuedWrites == 0 && a.read == 1_001 }
         }
         atkEnd(
           breakingIf: early > 0,
@@ -321,7 +321,7 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
             (try? await a.writeUnlessCancelled { $0 += 1 }) != nil
           }
           let drain = Task.detached { await a.drained() }
-          coaAwait(5, "round \(round): the mix never queued") { coaInboxCount(a) == 5 }
+          coaAwait(60, "round \(round): the mix never queued") { coaInboxCount(a) == 5 }
           if round % 4 == 1 { unlessCancelled.cancel() }
           let wDone = DispatchSemaphore(value: 0)
           let inW = SharedFlag()
@@ -332,17 +332,17 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
               // Case 1 holds W's turn until the task has waited again and been cancelled.
               if round % 3 == 1 {
                 inW.set()
-                _ = eventually(atMost: 5) { releaseW.isSet }
+                _ = eventually(atMost: 60) { releaseW.isSet }
               }
             }
             wDone.signal()
           }
-          coaAwait(5, "round \(round): W never queued") { coaInboxCount(a) == 6 }
+          coaAwait(60, "round \(round): W never queued") { coaInboxCount(a) == 6 }
           held = nil
           _ = held
           if round % 3 == 1 {
-            coaAwait(5, "round \(round): W never took back the unclaimed offer") { inW.isSet }
-          } else if wDone.wait(timeout: .now() + 5) == .timedOut {
+            coaAwait(60, "round \(round): W never took back the unclaimed offer") { inW.isSet }
+          } else if wDone.wait(timeout: .now() + 60) == .timedOut {
             atkEnd(breakingIf: true, "round \(round): W never took back the unclaimed offer")
           }
           expected += 3  // writeNext, await write, withWriter
@@ -399,13 +399,13 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
           let gotIt = got.withLock { $0 }!
           if gotIt { expected += 1_000 }
           outcomes["case \(round % 3): \(gotIt ? "checked out" : "threw")", default: 0] += 1
-          coaAwait(5, "round \(round): not settled: queued \(a.queuedWrites)") {
+          coaAwait(60, "round \(round): not settled: queued \(a.queuedWrites)") {
             a.queuedWrites == 0 && a.pendingCount == 0
           }
           if a.read != expected {
             atkEnd(breakingIf: true, "round \(round): value \(a.read), expected \(expected)")
           }
-          coaAwait(5, "round \(round): the writer is not free") { a.writer != nil }
+          coaAwait(60, "round \(round): the writer is not free") { a.writer != nil }
         }
         attackErr("outcomes: \(outcomes)\n")
         atkEnd(breakingIf: false)
@@ -566,7 +566,7 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
       await b.drained()
       let gotA = a.read
       let gotB = b.read
-      let reached = eventually(atMost: 5) { reachedA.isSet && reachedB.isSet }
+      let reached = eventually(atMost: 60) { reachedA.isSet && reachedB.isSet }
       consumerA.cancel()
       consumerB.cancel()
       attackErr("nested: A \(gotA), B \(gotB), reached \(reached)\n")
@@ -663,7 +663,7 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
         stopChurn.set()
         churnDone.wait()
         await oneShot.value
-        let reached = eventually(atMost: 5) { lastSeen.load() >= final }
+        let reached = eventually(atMost: 60) { lastSeen.load() >= final }
         consumer.cancel()
         await consumer.value
         if a.read != final {
@@ -676,7 +676,7 @@ func coaInboxCount<V>(_ a: ThreadSafeSingleWriter<V>) -> Int {
               + "regressions \(regressions.load())")
         }
         // No stream lives now.
-        let unobserved = eventually(atMost: 2) {
+        let unobserved = eventually(atMost: 60) {
           a.subscriberCount == 0 && !a.isObserved && !a.lock.word.isDirty
         }
         if !unobserved {

@@ -85,7 +85,7 @@ func atkDFRDrainBehindAWriteWhoseEnqueueFoundTheWriterFree(stale: Bool) async ->
   held = nil  // the fast end: the writer is free again
   _ = held
   release.signal()
-  coaAwait(5, "the queued body never ran") { inBody.isSet }
+  coaAwait(60, "the queued body never ran") { inBody.isSet }
   let queuedBefore = a.queuedWrites
   let drained = SharedFlag()
   let endedWhenDrained = Locked<Bool?>(nil)
@@ -96,7 +96,7 @@ func atkDFRDrainBehindAWriteWhoseEnqueueFoundTheWriterFree(stale: Bool) async ->
   }
   let returnedEarly = eventually(atMost: 1) { drained.isSet }
   letGo.set()
-  coaAwait(5, "the drain never returned") { drained.isSet }
+  coaAwait(60, "the drain never returned") { drained.isSet }
   let ended = endedWhenDrained.withLock { $0 } ?? false
   atkEnd(
     breakingIf: returnedEarly || !ended,

@@ -31,13 +31,13 @@ func atkLTBTaskHoldsAProxyAfterALateTakeBack(
   coaRun(executor) { a.pendingCount == 1 }  // queued, then not run
   held = nil  // offered to the task, which cannot run; nothing else queued
   _ = held
-  coaAwait(5, "the offer was never made") { a.queuedWrites == 0 && a.pendingCount == 0 }
+  coaAwait(60, "the offer was never made") { a.queuedWrites == 0 && a.pendingCount == 0 }
   let blockedDone = SharedFlag()
   Thread.detachNewThread {
     a.withWriter { $0 += 10 }  // queues after 1 ms, then takes the offer back
     blockedDone.set()
   }
-  coaAwait(5, "the withWriter never took the offer back") { blockedDone.isSet }
+  coaAwait(60, "the withWriter never took the offer back") { blockedDone.isSet }
   return finished
 }
 
@@ -61,7 +61,7 @@ func atkLTBTaskHoldsAProxyAfterALateTakeBack(
       }
       // Let the task run (claim, write, then hold its proxy) on a thread of its own.
       Thread.detachNewThread { executor.run(until: { finished.isSet }) }
-      coaAwait(5, "the task never got the writer") { gotIt.isSet }
+      coaAwait(60, "the task never got the writer") { gotIt.isSet }
       let queued = a.queuedWrites
       let inbox = coaInboxCount(a)
       let drained = SharedFlag()
@@ -70,11 +70,11 @@ func atkLTBTaskHoldsAProxyAfterALateTakeBack(
         drained.set()
       }
       let start = attackNow()
-      let returned = eventually(atMost: 3) { drained.isSet }
+      let returned = eventually(atMost: 60) { drained.isSet }
       let ms = (attackNow() - start) / 1_000_000
       letGo.set()
-      coaAwait(5, "the task never ended") { finished.isSet }
-      coaAwait(5, "drained() never returned after the release") { drained.isSet }
+      coaAwait(60, "the task never ended") { finished.isSet }
+      coaAwait(60, "drained() never returned after the release") { drained.isSet }
       atkEnd(
         breakingIf: !returned || a.read != 11,
         "drained() with queuedWrites \(queued) (inbox holding \(inbox) entries) was still "
@@ -100,7 +100,7 @@ func atkLTBTaskHoldsAProxyAfterALateTakeBack(
         proxy.write += 100
       }
       Thread.detachNewThread { executor.run(until: { finished.isSet }) }
-      let ended = eventually(atMost: 5) { finished.isSet }
+      let ended = eventually(atMost: 60) { finished.isSet }
       atkEnd(
         breakingIf: !ended,
         "a task holding the proxy it was re-offered after a take-back, with queuedWrites "

@@ -29,10 +29,10 @@ import Testing
         while !letGo.isSet { try? await Task.sleep(nanoseconds: 1_000_000) }
         withExtendedLifetime(proxy) {}
       }
-      coaAwait(5, "the checkout never queued") { a.pendingCount == 1 }
+      coaAwait(60, "the checkout never queued") { a.pendingCount == 1 }
       held = nil  // hands the writer to the task
       _ = held
-      coaAwait(5, "the task never got the writer") { gotIt.isSet }
+      coaAwait(60, "the task never got the writer") { gotIt.isSet }
       let queued = a.queuedWrites
       let drained = SharedFlag()
       Task.detached {
@@ -40,11 +40,11 @@ import Testing
         drained.set()
       }
       let start = attackNow()
-      let returned = eventually(atMost: 3) { drained.isSet }
+      let returned = eventually(atMost: 60) { drained.isSet }
       let ms = (attackNow() - start) / 1_000_000
       letGo.set()
       _ = try? await holder.value
-      _ = eventually(atMost: 5) { drained.isSet }
+      _ = eventually(atMost: 60) { drained.isSet }
       atkEnd(
         breakingIf: !returned,
         "drained() with queuedWrites \(queued) was still waiting after \(ms) ms, for a proxy "
@@ -68,7 +68,7 @@ import Testing
         await a.drained()  // nothing is queued: returns at once
         proxy.write += 1
       }
-      coaAwait(5, "the checkout never queued") { a.pendingCount == 1 }
+      coaAwait(60, "the checkout never queued") { a.pendingCount == 1 }
       held = nil
       _ = held
       _ = try? await task.value
@@ -109,18 +109,18 @@ import Testing
         proxy.write += 1
         kept.withLock { $0 = proxy }
       }
-      coaAwait(5, "the write never queued") { a.queuedWrites == 1 }
+      coaAwait(60, "the write never queued") { a.queuedWrites == 1 }
       held = nil  // serves the write here, which keeps its proxy
       _ = held
-      coaAwait(5, "the body never ran") { kept.withLock { $0 != nil } }
+      coaAwait(60, "the body never ran") { kept.withLock { $0 != nil } }
       let drained = SharedFlag()
       Task.detached {
         await a.drained()
         drained.set()
       }
-      let returned = eventually(atMost: 3) { drained.isSet }
+      let returned = eventually(atMost: 60) { drained.isSet }
       kept.withLock { $0 = nil }
-      _ = eventually(atMost: 5) { drained.isSet }
+      _ = eventually(atMost: 60) { drained.isSet }
       atkEnd(breakingIf: !returned, "drained() waited for a proxy a served body kept")
     }
     expectNoBreak(result)
@@ -146,10 +146,10 @@ import Testing
           bodyEnded.set()
         }
       }
-      coaAwait(5, "the withWriter never queued") { a.queuedWrites == 1 }
+      coaAwait(60, "the withWriter never queued") { a.queuedWrites == 1 }
       held = nil  // hands the writer to the withWriter
       _ = held
-      coaAwait(5, "the withWriter never ran") { inBody.isSet }
+      coaAwait(60, "the withWriter never ran") { inBody.isSet }
       let drained = SharedFlag()
       let endedFirst = SharedFlag()
       Task.detached {
@@ -159,7 +159,7 @@ import Testing
       }
       let early = eventually(atMost: 0.2) { drained.isSet }
       letGo.set()
-      coaAwait(5, "drained() never returned") { drained.isSet }
+      coaAwait(60, "drained() never returned") { drained.isSet }
       atkEnd(
         breakingIf: early || !endedFirst.isSet,
         "drained() returned while a withWriter that had queued still ran")

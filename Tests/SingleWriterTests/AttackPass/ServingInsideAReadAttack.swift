@@ -28,10 +28,10 @@ import Testing
             a.writeNext { $0.write += 1 }
             queued.set()
           }
-          coaAwait(5, "the other thread never queued") { queued.isSet }
+          coaAwait(60, "the other thread never queued") { queued.isSet }
         }
       }
-      coaAwait(5, "the other thread's write never ran") { a.read == 1 }
+      coaAwait(60, "the other thread's write never ran") { a.read == 1 }
       atkEnd(breakingIf: false)
     }
     let childLog = atkTakeChildLog(log)
@@ -52,7 +52,7 @@ import Testing
       writeNextFromAnotherThread(a) { $0.write += 1 }
       a.read { _ in proxy = nil }
       _ = proxy
-      coaAwait(5, "the other thread's write never ran") { a.read == 1 }
+      coaAwait(60, "the other thread's write never ran") { a.read == 1 }
       atkEnd(breakingIf: false)
     }
     let childLog = atkTakeChildLog(log)

@@ -26,12 +26,12 @@ func atkTakeBacks(_ a: ThreadSafeSingleWriter<Int>, rounds: Int) {
       a.withWriter { $0 += 1 }
       blockedDone.set()
     }
-    coaAwait(5, "round \(round): the withWriter never queued") { a.queuedWrites == 2 }
+    coaAwait(60, "round \(round): the withWriter never queued") { a.queuedWrites == 2 }
     held = nil  // offered to the task, which cannot run
     _ = held
-    coaAwait(5, "round \(round): the withWriter never took the offer back") { blockedDone.isSet }
+    coaAwait(60, "round \(round): the withWriter never took the offer back") { blockedDone.isSet }
     coaRun(executor) { finished.isSet }
-    coaAwait(5, "round \(round): the writer never came free") { a.queuedWrites == 0 }
+    coaAwait(60, "round \(round): the writer never came free") { a.queuedWrites == 0 }
   }
 }
 

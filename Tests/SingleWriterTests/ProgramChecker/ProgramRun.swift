@@ -16,18 +16,21 @@ final class ProgramRun: Sendable {
   let issued = [Counter(), Counter()]
   /// Threads, tasks and helpers still running.
   let group = DispatchGroup()
-  /// How long one call may run other threads' queued bodies, in wall time. The promise is
-  /// about a millisecond of serving; the defects this catches served for seconds. A
-  /// thread serving on a loaded 2-core machine is preempted for tens of milliseconds, and
-  /// that counts here, so the bound leaves room for it.
+  /// How long one call may run other threads' queued bodies, in the serving thread's own
+  /// CPU time. The promise is about a millisecond of serving; the defects this catches
+  /// served for seconds. Wall time is no measure here: on a loaded 2-core machine a
+  /// serving thread is preempted for hundreds of milliseconds between two bodies (a
+  /// passing run once showed 228 bodies over 210 ms), while the CPU time it spends
+  /// serving is what the promise bounds and what no other process can stretch.
   let servingBound: UInt64
   private let failures = Locked([String]())
-  /// Each body's start: (container, serving thread, its step, origin thread, time).
+  /// Each body's start: (container, serving thread, its step, origin thread, wall time,
+  /// the serving thread's CPU time).
   private let bodies = Locked(
     [
       (
         container: ContainerName, thread: UInt, step: Int, label: String, origin: UInt,
-        start: UInt64
+        start: UInt64, cpu: UInt64
       )
     ]())
   private let ids = Counter()
@@ -93,7 +96,8 @@ final class ProgramRun: Sendable {
           + "(\(current.label)), before that await's own body began")
     }
     let record = (
-      x, StepMarker.thread, current?.id ?? 0, current?.label ?? "", origin, StepMarker.now
+      x, StepMarker.thread, current?.id ?? 0, current?.label ?? "", origin, StepMarker.now,
+      StepMarker.cpuNow
     )
     bodies.withLock { $0.append(record) }
   }
@@ -119,7 +123,8 @@ final class ProgramRun: Sendable {
     // one step. Bodies of a container run one at a time, so a body run by another thread
     // in between means the checkout left this one: a step that serves more than once (a
     // task's harness step, across many calls) is not one long run.
-    var spans: [String: (first: UInt64, last: UInt64, count: Int)] = [:]
+    var spans: [String: (first: UInt64, last: UInt64, cpu: UInt64, count: Int)] = [:]
+    var cpuSpans: [String: UInt64] = [:]
     var runs: [UInt: Int] = [:]
     for x in ContainerName.allCases {
       var previous: UInt?
@@ -133,15 +138,19 @@ final class ProgramRun: Sendable {
         let key =
           "thread \(body.thread) in step \(body.step) (\(body.label)), serving run "
           + "\(runs[body.thread]!) on \(x)"
-        let old = spans[key] ?? (body.start, body.start, 0)
-        spans[key] = (min(old.first, body.start), max(old.last, body.start), old.count + 1)
+        // Bodies of one span run in order on one thread, so the CPU time between the
+        // first and the last is what that thread spent serving them.
+        let old = spans[key] ?? (body.start, body.start, body.cpu, 0)
+        spans[key] = (old.first, body.start, old.cpu, old.count + 1)
+        cpuSpans[key] = body.cpu &- old.cpu
       }
     }
-    for (key, span) in spans where span.last - span.first > servingBound {
+    for (key, span) in spans where cpuSpans[key, default: 0] > servingBound {
       fail(
         "a thread served other threads' writes past the bound: \(key) ran \(span.count) "
-          + "bodies queued by other threads over \((span.last - span.first) / 1_000_000) ms "
-          + "(bound \(servingBound / 1_000_000) ms)")
+          + "bodies queued by other threads in \(cpuSpans[key, default: 0] / 1_000_000) ms of "
+          + "its CPU time, over \((span.last - span.first) / 1_000_000) ms of wall time "
+          + "(bound \(servingBound / 1_000_000) ms of CPU time)")
     }
     return failures.withLock { $0 }
   }
