@@ -56,6 +56,19 @@ import Testing
     #expect(try decoded(Int.self, at: url) == 100)
   }
 
+  @Test func savedWaitsForWritesQueuedBehindAHeldProxy() async throws {
+    let url = makeFolder().appendingPathComponent("counter.json")
+    let store = try PersistedState(file: url, default: 0)
+    let held = Locked(store.state.writer)
+    for _ in 0..<100 { store.state.writeNext { $0.write += 1 } }
+    // Queued before the call, so counted, though they run only once the proxy goes.
+    let flush = Task { try await store.saved() }
+    for _ in 0..<10 { await Task.yield() }
+    held.withLock { $0 = nil }
+    try await flush.value
+    #expect(try decoded(Int.self, at: url) == 100)
+  }
+
   @Test func writesFromManyTasksAllReachTheDisk() async throws {
     let url = makeFolder().appendingPathComponent("counter.json")
     let store = try PersistedState(file: url, default: 0)
