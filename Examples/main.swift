@@ -11,6 +11,7 @@ let walkthroughs: [(name: String, run: () async -> Void)] = [
   ("confined", confinedWalkthrough),
   ("reentrant-mutex", reentrantMutexWalkthrough),
   ("barrier-store", barrierStoreWalkthrough),
+  ("persistence", persistenceWalkthrough),
   ("doc-articles", docArticlesWalkthrough),
 ]
 

@@ -1,7 +1,7 @@
 import Foundation
 import SingleWriter
 
-/// A ``SingleWriter/ThreadSafeSingleWriter`` whose value survives a restart and a crash:
+/// A `ThreadSafeSingleWriter` whose value survives a restart and a crash:
 /// loaded from a file, and saved to it after every change, atomically, in the background.
 ///
 /// ```swift
