@@ -152,7 +152,8 @@ for kind in Kind.allCases {
     "| `\(kind.rawValue)` | \(Format.duration(plain.median()!))/write "
       + "| \(Format.duration(observed.median()!))/write "
       + "| \(Format.duration(persisted.median()!))/write | \(Format.ratio(ratio)) "
-      + "| \(Format.grouped(savesPerSecond.median()!)) | \(Format.grouped(writesPerSave.median()!)) |")
+      + "| \(Format.grouped(savesPerSecond.median()!)) | \(Format.grouped(writesPerSave.median()!)) |"
+  )
 }
 print()
 
@@ -207,7 +208,8 @@ for storm in [false, true] {
 
 // MARK: GRDB
 
-let database = try DatabaseQueue(path: options.folder.appendingPathComponent("settings.sqlite").path)
+let database = try DatabaseQueue(
+  path: options.folder.appendingPathComponent("settings.sqlite").path)
 try database.write { db in
   try db.execute(
     sql: """
