@@ -57,9 +57,11 @@ defer { try? FileManager.default.removeItem(at: options.folder) }
 
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// The `q` quantile of `values`, from `LatencyHistogram` like every tool's percentiles.
 func percentile(_ values: [UInt64], _ q: Double) -> Double {
-  let sorted = values.sorted()
-  return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))])
+  let histogram = LatencyHistogram()
+  for value in values { histogram.record(value) }
+  return Double(histogram.quantile(q))
 }
 
 /// Counts the saves a PersistedState makes: its `encode` runs once per save.
