@@ -90,6 +90,16 @@ enum Kind: String, CaseIterable {
   case tryWrite, writeNext
 }
 
+/// The CPU time this process has used, user and system, in ns: every thread's, the
+/// saver's flushes included.
+func processCPU() -> Double {
+  var usage = rusage()
+  getrusage(0, &usage)  // RUSAGE_SELF, 0 everywhere, spelled differently by each libc
+  let user = Double(usage.ru_utime.tv_sec) * 1e9 + Double(usage.ru_utime.tv_usec) * 1e3
+  let system = Double(usage.ru_stime.tv_sec) * 1e9 + Double(usage.ru_stime.tv_usec) * 1e3
+  return user + system
+}
+
 /// ns per write of a tight loop of `options.writes` small writes.
 @inline(never)
 func loop(_ box: ThreadSafeSingleWriter<Settings>, _ kind: Kind) -> Double {
@@ -117,19 +127,24 @@ print()
 var persistedWritesPerSecond: [(Kind, Double)] = []
 print(
   "| Loop | unpersisted | observed by an idle `changes()` | persisted "
-    + "| persisted / unpersisted throughput | saves/s | writes per save |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
+    + "| persisted / unpersisted throughput | saves/s | writes per save "
+    + "| process CPU per write, unpersisted / persisted |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for kind in Kind.allCases {
   var plain: [Double] = []
   var observed: [Double] = []
   var persisted: [Double] = []
   var savesPerSecond: [Double] = []
   var writesPerSave: [Double] = []
+  var plainCPU: [Double] = []
+  var persistedCPU: [Double] = []
   for round in 0..<options.rounds {
     for variant in [0, 1, 2].rotated(by: round) {
       switch variant {
       case 0:
+        let cpu = processCPU()
         plain.append(loop(ThreadSafeSingleWriter(value: Settings()), kind))
+        plainCPU.append((processCPU() - cpu) / Double(options.writes))
       case 1:
         // What any observer costs a writer: the stream is subscribed and never iterated.
         let box = ThreadSafeSingleWriter(value: Settings())
@@ -139,7 +154,9 @@ for kind in Kind.allCases {
       default:
         let counter = SaveCounter()
         let store = try makeStore(counter)
+        let cpu = processCPU()
         let perWrite = loop(store.state, kind)
+        persistedCPU.append((processCPU() - cpu) / Double(options.writes))
         persisted.append(perWrite)
         let saves = counter.current
         savesPerSecond.append(Double(saves) / (perWrite * Double(options.writes) / 1e9))
@@ -154,8 +171,8 @@ for kind in Kind.allCases {
     "| `\(kind.rawValue)` | \(Format.duration(plain.median()!))/write "
       + "| \(Format.duration(observed.median()!))/write "
       + "| \(Format.duration(persisted.median()!))/write | \(Format.ratio(ratio)) "
-      + "| \(Format.grouped(savesPerSecond.median()!)) | \(Format.grouped(writesPerSave.median()!)) |"
-  )
+      + "| \(Format.grouped(savesPerSecond.median()!)) | \(Format.grouped(writesPerSave.median()!)) "
+      + "| \(Format.duration(plainCPU.median()!)) / \(Format.duration(persistedCPU.median()!)) |")
 }
 print()
 
