@@ -12,7 +12,7 @@ import Foundation
 ///
 /// Its description names the file and the failure: the decoder's error, or the step of
 /// the save that failed and the system's message.
-public struct PersistenceError: Error, CustomStringConvertible {
+public struct PersistenceError: LocalizedError, CustomStringConvertible {
   /// What could not be done.
   public enum Kind: Sendable, Equatable {
     /// The file exists but could not be read (a folder, no permission).
@@ -44,6 +44,9 @@ public struct PersistenceError: Error, CustomStringConvertible {
     }
     return "SingleWriterPersistence: \(verb) \(file.path): \(underlying)"
   }
+
+  /// The description, so that `localizedDescription` names the file and the failure too.
+  public var errorDescription: String? { description }
 
   /// A file system call of a save that failed: the step, and the system's error.
   public struct SaveFailure: Error, CustomStringConvertible {

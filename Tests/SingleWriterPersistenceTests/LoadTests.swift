@@ -41,7 +41,7 @@ import Testing
       guard let error = error as? PersistenceError else { return false }
       return error.kind == .decode && error.file == url
         && error.description.contains(url.path) && error.description.contains("cannot decode")
-        && error.underlying is DecodingError
+        && error.underlying is DecodingError && error.localizedDescription.contains(url.path)
     }
     #expect(try Data(contentsOf: url) == corrupt)
   }
