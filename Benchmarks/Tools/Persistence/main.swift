@@ -180,7 +180,8 @@ print()
 
 /// `options.samples` times: one write, then `saved()`; while `storm`, another thread
 /// writes as fast as it can throughout.
-func writeToSave(storm: Bool) async throws -> [UInt64] {
+/// Also returns the process CPU time per sample (write, save, flush), quiet only.
+func writeToSave(storm: Bool) async throws -> (samples: [UInt64], cpu: Double) {
   let store = try makeStore(SaveCounter())
   let stop = Locked(false)
   let stormDone = DispatchSemaphore(value: 0)
@@ -191,17 +192,19 @@ func writeToSave(storm: Bool) async throws -> [UInt64] {
     }
   }
   var samples: [UInt64] = []
+  let cpu = processCPU()
   for _ in 0..<options.samples {
     let start = now()
     store.state.writeNext { $0.write.counter &+= 1 }
     try await store.saved()
     samples.append(now() - start)
   }
+  let cpuPerSample = (processCPU() - cpu) / Double(options.samples)
   if storm {
     stop.value = true
     stormDone.wait()
   }
-  return samples
+  return (samples, cpuPerSample)
 }
 
 final class Locked<Value: Sendable>: @unchecked Sendable {
@@ -215,14 +218,14 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
   }
 }
 
-print("| Time from a write to durable | p50 | p99 | samples |")
-print("| --- | --- | --- | --- |")
+print("| Time from a write to durable | p50 | p99 | samples | process CPU per sample |")
+print("| --- | --- | --- | --- | --- |")
 for storm in [false, true] {
-  let samples = try await writeToSave(storm: storm)
+  let (samples, cpu) = try await writeToSave(storm: storm)
   print(
     "| PersistedState, write then `saved()`\(storm ? ", beside a thread writing flat out" : ", quiet") "
       + "| \(Format.duration(percentile(samples, 0.5))) | \(Format.duration(percentile(samples, 0.99))) "
-      + "| \(samples.count) |")
+      + "| \(samples.count) | \(storm ? "" : Format.duration(cpu)) |")
 }
 
 // MARK: GRDB
@@ -239,6 +242,7 @@ try database.write { db in
 let journal = try database.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") ?? "?" }
 let synchronous = try database.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") ?? -1 }
 var grdb: [UInt64] = []
+let grdbCPU = processCPU()
 let grdbStart = now()
 for _ in 0..<options.samples {
   let start = now()
@@ -248,10 +252,12 @@ for _ in 0..<options.samples {
   grdb.append(now() - start)
 }
 let grdbSeconds = Double(now() - grdbStart) / 1e9
+let grdbCPUPerWrite = (processCPU() - grdbCPU) / Double(options.samples)
 print(
   "| GRDB `DatabaseQueue.write`, one row updated (journal \(journal), synchronous \(synchronous)): "
     + "durable when it returns | \(Format.duration(percentile(grdb, 0.5))) "
-    + "| \(Format.duration(percentile(grdb, 0.99))) | \(grdb.count) |")
+    + "| \(Format.duration(percentile(grdb, 0.99))) | \(grdb.count) | \(Format.duration(grdbCPUPerWrite)) |"
+)
 print()
 print("| Writes per second | |")
 print("| --- | --- |")
