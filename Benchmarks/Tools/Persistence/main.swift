@@ -193,11 +193,14 @@ func writeToSave(storm: Bool) async throws -> (samples: [UInt64], cpu: Double) {
   }
   var samples: [UInt64] = []
   let cpu = processCPU()
-  for _ in 0..<options.samples {
+  for sample in 1...options.samples {
     let start = now()
     store.state.writeNext { $0.write.counter &+= 1 }
     try await store.saved()
     samples.append(now() - start)
+    // A sanity check, outside the time: the file holds this write.
+    let saved = try JSONDecoder().decode(Settings.self, from: Data(contentsOf: store.file))
+    precondition(saved.counter >= sample, "saved() returned before its write was saved")
   }
   let cpuPerSample = (processCPU() - cpu) / Double(options.samples)
   if storm {
