@@ -6,7 +6,8 @@ let package = Package(
   // The floor Swift concurrency needs; nothing here needs iOS 18's Synchronization.
   platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6)],
   products: [
-    .library(name: "SingleWriter", targets: ["SingleWriter"])
+    .library(name: "SingleWriter", targets: ["SingleWriter"]),
+    .library(name: "SingleWriterPersistence", targets: ["SingleWriterPersistence"]),
   ],
   targets: [
     // The platform layer, in C: atomics, blocking waits, thread ids, a reader-writer
@@ -27,14 +28,24 @@ let package = Package(
       name: "SingleWriter",
       dependencies: ["SingleWriterAtomics"]
     ),
+    // A ThreadSafeSingleWriter saved to a file on every change: the only library module
+    // that imports Foundation, so the core stays free of it.
+    .target(
+      name: "SingleWriterPersistence",
+      dependencies: ["SingleWriter", "SingleWriterAtomics"]
+    ),
     .executableTarget(
       name: "Examples",
-      dependencies: ["SingleWriter"],
+      dependencies: ["SingleWriter", "SingleWriterPersistence"],
       path: "Examples"
     ),
     .testTarget(
       name: "SingleWriterTests",
       dependencies: ["SingleWriter"]
+    ),
+    .testTarget(
+      name: "SingleWriterPersistenceTests",
+      dependencies: ["SingleWriter", "SingleWriterPersistence"]
     ),
   ],
   swiftLanguageModes: [.v6]

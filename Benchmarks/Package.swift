@@ -22,6 +22,8 @@ let package = Package(
     // Only for the server example (Tools/Server); no benchmark suite links them.
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    // Only for Tools/Persistence: the same value kept in SQLite, beside PersistedState.
+    .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
   ],
   targets: [
     // Shared fixtures, and the article's algorithm as a baseline: a module of its
@@ -94,6 +96,18 @@ let package = Package(
         .product(name: "SingleWriter", package: "SingleWriter"),
       ],
       path: "Tools/Scaling"
+    ),
+    // PersistedState against the same container unsaved, and against GRDB keeping the
+    // same value in SQLite: write cost, saves under a storm, time to durable.
+    .executableTarget(
+      name: "Persistence",
+      dependencies: [
+        "BenchmarkSupport",
+        .product(name: "SingleWriter", package: "SingleWriter"),
+        .product(name: "SingleWriterPersistence", package: "SingleWriter"),
+        .product(name: "GRDB", package: "GRDB.swift"),
+      ],
+      path: "Tools/Persistence"
     ),
     // Turns the suites' samples into the ratio table (and checks it against
     // ratios-baseline.json), and Tools/Transactions' JSON into the README's chart.

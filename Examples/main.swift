@@ -14,6 +14,7 @@ let walkthroughs: [(name: String, run: () async -> Void)] = [
   ("confined", confinedWalkthrough),
   ("reentrant-mutex", reentrantMutexWalkthrough),
   ("barrier-store", barrierStoreWalkthrough),
+  ("persistence", persistenceWalkthrough),
   ("doc-articles", docArticlesWalkthrough),
 ]
 

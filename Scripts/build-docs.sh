@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation for the SingleWriter module, with warnings as errors, as CI
-# does. Needs only the Swift toolchain (docc ships with it).
+# Builds the DocC documentation for the SingleWriter and SingleWriterPersistence modules,
+# with warnings as errors, as CI does. Needs only the Swift toolchain (docc ships with it).
 #
-#   Scripts/build-docs.sh                    # archive in .build-docs/SingleWriter.doccarchive
-#   Scripts/build-docs.sh --output-path DIR  # other arguments go to `docc convert`
+#   Scripts/build-docs.sh                    # archives in .build-docs/<Module>.doccarchive
+#   Scripts/build-docs.sh --output-path DIR  # SingleWriter's; other arguments go to
+#                                            # `docc convert`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,8 +12,9 @@ cd "$(dirname "$0")/.."
 # with their `///` lines left out), which `swift build` compiles: that is what keeps the
 # articles' code compiling. SwiftUI blocks are the exception: no toolchain here has SwiftUI.
 examples="$(cat Examples/*.swift | grep -v '^ *///')"
-for article in Sources/SingleWriter/SingleWriter.docc/*.md; do
-  [[ "$(basename "$article")" == SingleWriter.md ]] && continue
+for article in Sources/SingleWriter/SingleWriter.docc/*.md \
+  Sources/SingleWriterPersistence/SingleWriterPersistence.docc/*.md; do
+  [[ "$(basename "$article")" == SingleWriter*.md ]] && continue
   block="" inside=0
   while IFS= read -r line; do
     if ((inside)); then
@@ -40,7 +42,7 @@ docc="${DOCC:-$(command -v docc || xcrun --find docc)}"
 # build leaves the last graph in place, which is then still right. Without one, start over.
 if [[ ! -f "$symbols/SingleWriter.symbols.json" ]]; then rm -rf "$scratch"; fi
 mkdir -p "$symbols"
-swift build --scratch-path "$scratch" --target SingleWriter \
+swift build --scratch-path "$scratch" --target SingleWriterPersistence \
   -Xswiftc -emit-symbol-graph \
   -Xswiftc -emit-symbol-graph-dir -Xswiftc "$symbols" \
   -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
@@ -53,3 +55,16 @@ if [[ " $* " == *" --output-path "* ]]; then args=(); fi
   --fallback-bundle-identifier SingleWriter \
   --warnings-as-errors \
   "${args[@]}" "$@"
+
+# SingleWriterPersistence: its own archive, from its own symbol graph only (the build
+# above wrote both modules' graphs into one folder).
+persistence_symbols="$scratch/persistence-symbol-graphs"
+rm -rf "$persistence_symbols"
+mkdir -p "$persistence_symbols"
+cp "$symbols"/SingleWriterPersistence*.symbols.json "$persistence_symbols"/
+"$docc" convert Sources/SingleWriterPersistence/SingleWriterPersistence.docc \
+  --additional-symbol-graph-dir "$persistence_symbols" \
+  --fallback-display-name SingleWriterPersistence \
+  --fallback-bundle-identifier SingleWriterPersistence \
+  --warnings-as-errors \
+  --output-path "$scratch/SingleWriterPersistence.doccarchive"

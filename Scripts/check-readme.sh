@@ -43,7 +43,8 @@ for index, snippet in enumerate(snippets, 1):
         folder = work / "readme" / f"{kind}{index}"
         folder.mkdir(parents=True)
         (folder / file).write_text(snippet)
-dependency = '[.product(name: "SingleWriter", package: "SingleWriter")]'
+dependency = ('[.product(name: "SingleWriter", package: "SingleWriter"), '
+              '.product(name: "SingleWriterPersistence", package: "SingleWriter")]')
 targets = ",\n".join(
     f'    .target(name: "Snippet{i}", dependencies: {dependency}, path: "Snippet{i}"),\n'
     f'    .executableTarget(name: "SnippetMain{i}", dependencies: {dependency}, path: "SnippetMain{i}")'

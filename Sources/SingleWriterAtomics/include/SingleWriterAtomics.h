@@ -8,6 +8,7 @@
 //   sw_gate.h         the priority gate of closure writes (os_unfair_lock on Apple)
 //   sw_rwlock.h       a writer-preferring reader-writer lock
 //   sw_diagnostics.h  thread names, call stacks and symbols for race reports
+//   sw_file.h         replacing a file atomically and durably (SingleWriterPersistence)
 //   sw_sched.h        a deterministic scheduler for tests
 //   sw_rows.h         which rows of the hand-off's transition tables were reached
 //
@@ -21,6 +22,7 @@
 
 #include "sw_atomics.h"
 #include "sw_diagnostics.h"
+#include "sw_file.h"
 #include "sw_gate.h"
 #include "sw_rows.h"
 #include "sw_rwlock.h"

@@ -1,0 +1,189 @@
+// Replacing a file atomically and durably; see sw_file.h.
+
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+
+#include "sw_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#include <stdlib.h>
+#include <windows.h>
+#else
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+#if defined(_WIN32)
+
+/// `utf8` as a new UTF-16 string for the wide Windows calls, or null; free it.
+static wchar_t *sw_wide(const char *utf8) {
+  int length = MultiByteToWideChar(CP_UTF8, 0, utf8, -1, NULL, 0);
+  if (length <= 0) return NULL;
+  wchar_t *wide = (wchar_t *)malloc((size_t)length * sizeof(wchar_t));
+  if (wide && MultiByteToWideChar(CP_UTF8, 0, utf8, -1, wide, length) <= 0) {
+    free(wide);
+    return NULL;
+  }
+  return wide;
+}
+
+/// The `errno` value nearest to a Windows error.
+static int sw_errno_of(DWORD code) {
+  switch (code) {
+  case ERROR_FILE_NOT_FOUND:
+  case ERROR_PATH_NOT_FOUND:
+  case ERROR_INVALID_DRIVE: return ENOENT;
+  case ERROR_ACCESS_DENIED:
+  case ERROR_SHARING_VIOLATION:
+  case ERROR_LOCK_VIOLATION: return EACCES;
+  case ERROR_DISK_FULL:
+  case ERROR_HANDLE_DISK_FULL: return ENOSPC;
+  case ERROR_WRITE_PROTECT: return EROFS;
+  case ERROR_NOT_ENOUGH_MEMORY:
+  case ERROR_OUTOFMEMORY: return ENOMEM;
+  case ERROR_DIRECTORY: return ENOTDIR;
+  default: return EIO;
+  }
+}
+
+int sw_replace_file(
+    const char *path, const char *temp_path, const char *folder, const void *bytes,
+    size_t count, int *error) {
+  (void)folder;  // MOVEFILE_WRITE_THROUGH makes the rename last
+  int step = SW_FILE_CREATE;
+  wchar_t *wide_path = sw_wide(path);
+  wchar_t *wide_temp = sw_wide(temp_path);
+  HANDLE file = INVALID_HANDLE_VALUE;
+  if (!wide_path || !wide_temp) {
+    *error = EINVAL;
+    goto failed;
+  }
+  file = CreateFileW(
+      wide_temp, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+  if (file == INVALID_HANDLE_VALUE) goto failed_windows;
+  step = SW_FILE_WRITE;
+  const char *next = (const char *)bytes;
+  while (count > 0) {
+    DWORD chunk = count > 0x40000000 ? 0x40000000 : (DWORD)count;
+    DWORD written = 0;
+    if (!WriteFile(file, next, chunk, &written, NULL) || written == 0) goto failed_windows;
+    next += written;
+    count -= written;
+  }
+  step = SW_FILE_SYNC;
+  if (!FlushFileBuffers(file)) goto failed_windows;
+  CloseHandle(file);
+  file = INVALID_HANDLE_VALUE;
+  step = SW_FILE_RENAME;
+  if (!MoveFileExW(wide_temp, wide_path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+    goto failed_windows;
+  }
+  free(wide_path);
+  free(wide_temp);
+  return SW_FILE_DONE;
+failed_windows:
+  *error = sw_errno_of(GetLastError());
+failed:
+  if (file != INVALID_HANDLE_VALUE) CloseHandle(file);
+  if (wide_temp && step != SW_FILE_CREATE) DeleteFileW(wide_temp);
+  free(wide_path);
+  free(wide_temp);
+  return step;
+}
+
+void sw_error_message(int error, char *buffer, size_t capacity) {
+  if (capacity == 0) return;
+  if (strerror_s(buffer, capacity, error) != 0) snprintf(buffer, capacity, "error %d", error);
+}
+
+#else
+
+/// Flushes `fd` to storage: past the drive's cache on Apple, where `fsync` stops short of
+/// it (falling back to `fsync` on a file system without `F_FULLFSYNC`).
+static int sw_flush(int fd) {
+#if defined(__APPLE__)
+  if (fcntl(fd, F_FULLFSYNC) == 0) return 0;
+#endif
+  while (fsync(fd) != 0) {
+    if (errno != EINTR) return -1;
+  }
+  return 0;
+}
+
+int sw_replace_file(
+    const char *path, const char *temp_path, const char *folder, const void *bytes,
+    size_t count, int *error) {
+  int fd;
+  do {
+    fd = open(temp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    *error = errno;
+    return SW_FILE_CREATE;
+  }
+  // A file made private stays private.
+  struct stat old;
+  if (stat(path, &old) == 0) (void)fchmod(fd, old.st_mode & 07777);
+  int step = SW_FILE_WRITE;
+  const char *next = (const char *)bytes;
+  while (count > 0) {
+    ssize_t written = write(fd, next, count);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      goto failed;
+    }
+    if (written == 0) {
+      errno = EIO;
+      goto failed;
+    }
+    next += written;
+    count -= (size_t)written;
+  }
+  step = SW_FILE_SYNC;
+  if (sw_flush(fd) != 0) goto failed;
+  // Flushed: a close that fails now has nothing left to lose.
+  close(fd);
+  fd = -1;
+  step = SW_FILE_RENAME;
+  if (rename(temp_path, path) != 0) goto failed;
+  // The rename is in the folder's entries, which the folder's own flush writes out. A file
+  // system that cannot flush a folder (EINVAL) orders it by itself.
+  int folder_fd = open(folder, O_RDONLY | O_CLOEXEC);
+  if (folder_fd < 0) {
+    *error = errno;
+    return SW_FILE_SYNC_FOLDER;
+  }
+  int flushed = sw_flush(folder_fd);
+  int folder_error = errno;
+  close(folder_fd);
+  if (flushed != 0 && folder_error != EINVAL && folder_error != EBADF) {
+    *error = folder_error;
+    return SW_FILE_SYNC_FOLDER;
+  }
+  return SW_FILE_DONE;
+failed:
+  *error = errno;
+  if (fd >= 0) close(fd);
+  unlink(temp_path);
+  return step;
+}
+
+void sw_error_message(int error, char *buffer, size_t capacity) {
+  if (capacity == 0) return;
+  buffer[0] = 0;
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  // The GNU strerror_r, which may return a static string instead of filling `buffer`.
+  const char *message = strerror_r(error, buffer, capacity);
+  if (message != buffer) snprintf(buffer, capacity, "%s", message);
+#else
+  if (strerror_r(error, buffer, capacity) != 0) snprintf(buffer, capacity, "error %d", error);
+#endif
+}
+
+#endif

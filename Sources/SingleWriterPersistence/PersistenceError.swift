@@ -1,0 +1,62 @@
+import Foundation
+
+/// Why a ``PersistedState`` could not load its file, or could not save a change.
+///
+/// ```swift
+/// do {
+///   settings = try PersistedState(file: url, default: Settings())
+/// } catch let error as PersistenceError where error.kind == .decode {
+///   print(error)  // names the file and what the decoder found; the file is untouched
+/// }
+/// ```
+///
+/// Its description names the file and the failure: the decoder's error, or the step of
+/// the save that failed and the system's message.
+public struct PersistenceError: LocalizedError, CustomStringConvertible {
+  /// What could not be done.
+  public enum Kind: Sendable, Equatable {
+    /// The file exists but could not be read (a folder, no permission).
+    case read
+    /// The file was read but is not a value of the type: corrupt, or from an
+    /// incompatible version. It is left as it was.
+    case decode
+    /// The encoder refused the value. Nothing was written.
+    case encode
+    /// The file system refused the save: a missing or read-only folder, a full disk. The
+    /// file holds the last value saved before, whole.
+    case save
+  }
+
+  /// What could not be done.
+  public let kind: Kind
+  /// The file that was being loaded or saved.
+  public let file: URL
+  /// The decoder's or encoder's error, Foundation's read error, or a ``SaveFailure``.
+  public let underlying: any Error
+
+  public var description: String {
+    let verb: String
+    switch kind {
+    case .read: verb = "cannot read"
+    case .decode: verb = "cannot decode"
+    case .encode: verb = "cannot encode the value for"
+    case .save: verb = "cannot save"
+    }
+    return "SingleWriterPersistence: \(verb) \(file.path): \(underlying)"
+  }
+
+  /// The description, so that `localizedDescription` names the file and the failure too.
+  public var errorDescription: String? { description }
+
+  /// A file system call of a save that failed: the step, and the system's error.
+  public struct SaveFailure: Error, CustomStringConvertible {
+    /// What the save was doing, such as "creating the temporary file /app/.settings.json.412.tmp".
+    public let step: String
+    /// The system's error number (`errno`; Windows errors are mapped to the nearest one).
+    public let code: Int32
+    /// The system's message for `code`.
+    public let message: String
+
+    public var description: String { "\(step): \(message) (error \(code))" }
+  }
+}

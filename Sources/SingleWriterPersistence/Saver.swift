@@ -1,0 +1,159 @@
+import Dispatch
+import Foundation
+import SingleWriter
+
+/// What saves a ``PersistedState``: one save at a time, on its own queue, of the newest
+/// value its change stream delivered, and the bookkeeping `saved()` waits on.
+///
+/// Versions are the container's publication versions (`publishedVersion`): 28 bits that
+/// wrap, compared within half their range.
+final class Saver<Value: Sendable>: @unchecked Sendable {
+  // Sendable: the `let`s are immutable and Sendable; every `var` is touched only under
+  // `lock`.
+
+  let file: StateFile
+  let encode: @Sendable (Value) throws -> Data
+  let onFailure: (@Sendable (PersistenceError) -> Void)?
+  /// Where encoding and file I/O run, one save at a time, off the cooperative pool (a
+  /// flush to disk may block for milliseconds) and away from every writer and reader.
+  let queue = DispatchQueue(label: "SingleWriterPersistence.save", qos: .utility)
+  let lock = NSLock()
+
+  /// The version on disk: the newest saved, or the one loaded (or started from).
+  var savedVersion: UInt32
+  /// The newest value whose save failed, kept for `saved()` to retry, with its error.
+  var failure: (version: UInt32, value: Value, error: PersistenceError)?
+  /// A retry of `failure` is queued.
+  var retrying = false
+  /// `saved()` calls waiting for a version to reach the disk.
+  var flushes: [(version: UInt32, continuation: CheckedContinuation<Void, any Error>)] = []
+  /// `failures()` streams, by id.
+  var failureStreams: [UInt64: AsyncStream<PersistenceError>.Continuation] = [:]
+  var nextStreamID: UInt64 = 0
+
+  init(
+    file: StateFile, version: UInt32, encode: @escaping @Sendable (Value) throws -> Data,
+    onFailure: (@Sendable (PersistenceError) -> Void)?
+  ) {
+    self.file = file
+    self.savedVersion = version
+    self.encode = encode
+    self.onFailure = onFailure
+  }
+
+  /// Whether `version` is `other` or newer, in 28-bit serial arithmetic.
+  static func isAtLeast(_ version: UInt32, _ other: UInt32) -> Bool {
+    (version &- other) & 0x0FFF_FFFF < 0x0800_0000
+  }
+
+  /// Saves each value `changes` delivers, one at a time: a value delivered while a save
+  /// runs waits, and the stream hands over only the newest, so a burst of writes ends in
+  /// one save of its last value. Ends when the container is freed, after saving the value
+  /// it was freed with.
+  static func run(_ saver: Saver, _ changes: ThreadSafeSingleWriter<Value>.Changes<Value>) {
+    Task.detached {
+      var iterator = changes.makeAsyncIterator()
+      while let value = await iterator.next() {
+        await saver.save(value, version: iterator.deliveredVersion)
+      }
+    }
+  }
+
+  /// Saves `value` on the queue and returns when done, unless the disk has it already
+  /// (the first value delivered is the one loaded).
+  func save(_ value: Value, version: UInt32) async {
+    guard lock.withLock({ !Self.isAtLeast(savedVersion, version) }) else { return }
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      queue.async {
+        self.write(value, version: version)
+        done.resume()
+      }
+    }
+  }
+
+  /// On the queue: encodes and writes `value`, unless a newer one is on disk already, and
+  /// settles the flushes it satisfies.
+  func write(_ value: Value, version: UInt32) {
+    guard lock.withLock({ !Self.isAtLeast(savedVersion, version) }) else { return }
+    let outcome: Result<Void, PersistenceError>
+    do {
+      let data: Data
+      do { data = try encode(value) } catch {
+        throw PersistenceError(kind: .encode, file: file.url, underlying: error)
+      }
+      try file.replace(with: data)
+      outcome = .success(())
+    } catch let error as PersistenceError {
+      outcome = .failure(error)
+    } catch {
+      outcome = .failure(PersistenceError(kind: .encode, file: file.url, underlying: error))
+    }
+    let (settled, streams) = lock.withLock {
+      switch outcome {
+      case .success:
+        savedVersion = version
+        if let failure, Self.isAtLeast(version, failure.version) { self.failure = nil }
+      case .failure(let error):
+        if failure.map({ Self.isAtLeast(version, $0.version) }) ?? true {
+          failure = (version, value, error)
+        }
+      }
+      // A flush asked for this version or an older one: done, or failed with this save.
+      let settled = flushes.filter { Self.isAtLeast(version, $0.version) }
+      flushes.removeAll { Self.isAtLeast(version, $0.version) }
+      return (settled, outcome.failure.map { _ in Array(failureStreams.values) } ?? [])
+    }
+    for flush in settled { flush.continuation.resume(with: outcome.mapError { $0 }) }
+    if case .failure(let error) = outcome {
+      onFailure?(error)
+      for stream in streams { stream.yield(error) }
+    }
+  }
+
+  /// Returns once `version` is on disk; throws if the save that should have put it there
+  /// failed. A version whose save failed already is saved again first (from the value
+  /// kept), so that a flush after a passing failure, a folder made again, succeeds.
+  func flush(through version: UInt32) async throws {
+    try await withCheckedThrowingContinuation { continuation in
+      let retry: (version: UInt32, value: Value)? = lock.withLock {
+        if Self.isAtLeast(savedVersion, version) {
+          continuation.resume()
+          return nil
+        }
+        flushes.append((version, continuation))
+        guard let failure, Self.isAtLeast(failure.version, version), !retrying else {
+          return nil
+        }
+        retrying = true
+        return (failure.version, failure.value)
+      }
+      guard let retry else { return }
+      queue.async {
+        self.lock.withLock { self.retrying = false }
+        self.write(retry.value, version: retry.version)
+      }
+    }
+  }
+
+  /// A new stream of save failures.
+  func failures() -> AsyncStream<PersistenceError> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: PersistenceError.self, bufferingPolicy: .bufferingNewest(16))
+    let id = lock.withLock {
+      nextStreamID += 1
+      failureStreams[nextStreamID] = continuation
+      return nextStreamID
+    }
+    continuation.onTermination = { [weak self] _ in
+      _ = self?.lock.withLock { self?.failureStreams.removeValue(forKey: id) }
+    }
+    return stream
+  }
+}
+
+extension Result {
+  fileprivate var failure: Failure? {
+    if case .failure(let error) = self { return error }
+    return nil
+  }
+}

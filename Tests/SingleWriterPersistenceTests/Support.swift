@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+import SingleWriter
+import SingleWriterPersistence
+import Testing
+
+// The helpers the persistence tests share: the values saved, folders of their own, and a
+// gate that holds a save part-way.
+
+/// A small settings value, as an app keeps.
+struct Settings: Codable, Sendable, Equatable {
+  var fontSize = 12
+  var theme = "light"
+}
+
+/// A value whose fields a single write sets together: `b == a` and `padding` has `a % 997`
+/// extra characters whenever a write has ended, so a torn save shows.
+struct Linked: Codable, Sendable, Equatable {
+  var a = 0
+  var b = 0
+  var padding = ""
+
+  mutating func set(_ n: Int) {
+    a = n
+    b = n
+    padding = String(repeating: "x", count: 4_000 + n % 997)
+  }
+
+  var isConsistent: Bool { a == b && padding.count == (a == 0 ? 0 : 4_000 + a % 997) }
+}
+
+/// A new, empty folder for one test, removed by nobody: each test has its own.
+func makeFolder(_ name: String = #function) -> URL {
+  let folder = FileManager.default.temporaryDirectory
+    .appendingPathComponent("SingleWriterPersistenceTests")
+    .appendingPathComponent(
+      "\(name.prefix { $0.isLetter || $0.isNumber })-\(UUID().uuidString)")
+  try! FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+  return folder
+}
+
+/// The file's text, or `nil` if there is none.
+func text(of url: URL) -> String? {
+  (try? Data(contentsOf: url)).map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// The value a file holds, decoded as a fresh process would.
+func decoded<Value: Decodable>(_ type: Value.Type, at url: URL) throws -> Value {
+  try JSONDecoder().decode(type, from: Data(contentsOf: url))
+}
+
+/// The names in `folder`.
+func names(in folder: URL) -> [String] {
+  ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
+}
+
+/// A value behind an `NSLock`, for the tests' own bookkeeping across threads.
+final class Locked<Value>: @unchecked Sendable {
+  // Sendable: `value` is only touched under `lock`.
+  private let lock = NSLock()
+  private var value: Value
+  init(_ value: Value) { self.value = value }
+  func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+    try lock.withLock { try body(&value) }
+  }
+  var current: Value { withLock { $0 } }
+}
+
+/// An `encode` that records every value it is given and, while `held`, stops in the save
+/// until `release()`: a save part-way, for as long as a test needs.
+final class RecordingEncoder<Value: Encodable & Sendable>: @unchecked Sendable {
+  // Sendable: the semaphores are thread-safe, the rest is behind `Locked`.
+  let encoded = Locked<[Value]>([])
+  private let holding = Locked(false)
+  private let entered = DispatchSemaphore(value: 0)
+  private let gate = DispatchSemaphore(value: 0)
+
+  /// The next save stops in `encode` until `release()`.
+  func hold() { holding.withLock { $0 = true } }
+
+  /// Waits until a held save has stopped in `encode`.
+  func waitUntilHeld() async {
+    await withCheckedContinuation { continuation in
+      DispatchQueue.global().async {
+        self.entered.wait()
+        continuation.resume()
+      }
+    }
+  }
+
+  func release() { gate.signal() }
+
+  var encode: @Sendable (Value) throws -> Data {
+    { value in
+      self.encoded.withLock { $0.append(value) }
+      if self.holding.withLock({ held in
+        defer { held = false }; return held
+      }) {
+        self.entered.signal()
+        self.gate.wait()
+      }
+      return try JSONEncoder().encode(value)
+    }
+  }
+}
