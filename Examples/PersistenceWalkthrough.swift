@@ -27,7 +27,7 @@ struct ReaderSettings: Codable, Sendable, Equatable {
 func firstLaunch(_ url: URL) async throws {
   let settings = try PersistedState(file: url, default: ReaderSettings())
   settings.state.writeNext { $0.write.fontSize = 14 }
-  settings.state.tryWrite { $0.theme = "dark" }
+  settings.state.withWriter { $0.theme = "dark" }
   try await settings.saved()  // on disk: every write above
 }
 

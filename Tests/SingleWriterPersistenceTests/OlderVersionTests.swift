@@ -35,14 +35,14 @@ struct SettingsV2Synthesized: Codable, Sendable, Equatable {
     let url = makeFolder().appendingPathComponent("settings.json")
     do {
       let old = try PersistedState(file: url, default: Settings())
-      old.state.tryWrite { $0.fontSize = 18 }
+      old.state.withWriter { $0.fontSize = 18 }
       try await old.saved()
     }
     let new = try PersistedState(file: url, default: SettingsV2())
     #expect(new.state.read.fontSize == 18)
     #expect(new.state.read.lineSpacing == 1.2)
     // The next save writes the new field too.
-    new.state.tryWrite { $0.theme = "dark" }
+    new.state.withWriter { $0.theme = "dark" }
     try await new.saved()
     #expect(text(of: url)?.contains("lineSpacing") == true)
   }
@@ -51,7 +51,7 @@ struct SettingsV2Synthesized: Codable, Sendable, Equatable {
     let url = makeFolder().appendingPathComponent("settings.json")
     do {
       let old = try PersistedState(file: url, default: Settings())
-      old.state.tryWrite { $0.fontSize = 18 }
+      old.state.withWriter { $0.fontSize = 18 }
       try await old.saved()
     }
     let before = try Data(contentsOf: url)

@@ -15,7 +15,7 @@ import Testing
     try await store.saved()
     #expect(try decoded(Int.self, at: url) == 1)
 
-    box.tryWrite { $0 += 1 }  // a closure write
+    box.withWriter { $0 += 1 }  // a closure write
     try await store.saved()
     #expect(try decoded(Int.self, at: url) == 2)
 

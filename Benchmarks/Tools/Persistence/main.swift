@@ -106,7 +106,7 @@ func loop(_ box: ThreadSafeSingleWriter<Settings>, _ kind: Kind) -> Double {
   let start = now()
   switch kind {
   case .tryWrite:
-    for _ in 0..<options.writes { box.tryWrite { $0.counter &+= 1 } }
+    for _ in 0..<options.writes { _ = box.tryWrite { $0.counter &+= 1 } }
   case .writeNext:
     for _ in 0..<options.writes { box.writeNext { $0.write.counter &+= 1 } }
   }
