@@ -27,7 +27,9 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "${workflows[@]}"
 
 if ! command -v shellcheck >/dev/null 2>&1; then
-  apt-get install -y -qq shellcheck >/dev/null 2>&1 || {
+  # A fresh machine has no package lists yet: fetch them once, then install.
+  { apt-get install -y -qq shellcheck >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; }; } || {
     echo "shellcheck is missing and could not be installed" >&2
     exit 1
   }
