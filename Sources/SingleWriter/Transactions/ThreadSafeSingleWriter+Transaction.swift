@@ -110,14 +110,16 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// }
   /// ```
   ///
-  /// The same promises as the synchronous
-  /// ``transaction(fileID:function:line:_:)-(_,_,_,(inout Value) throws(E) -> R)``: readers and
-  /// observers see the value from before until `body` returns, then all of it at once, one
-  /// notification; a throw publishes nothing; every other writer waits, and those queued
-  /// meanwhile run after the commit. `body` runs in the caller's isolation (on the main
+  /// The same promises as the synchronous `transaction`: readers and observers see the
+  /// value from before until `body` returns, then all of it at once, one notification; a
+  /// throw publishes nothing; every other writer waits, and those queued meanwhile run
+  /// after the commit. `body` runs in the caller's isolation (on the main
   /// actor if called there), and holds the writer across its suspensions, as a proxy
   /// from ``checkout(fileID:function:line:)`` does: while it does, do not block every
   /// thread of the cooperative pool in `withWriter` on this container.
+  ///
+  /// Swift chooses this form for a body that contains `await`; a body that does not runs
+  /// the synchronous form, which blocks its thread while it waits its turn.
   ///
   /// Throws `CancellationError` without running `body` if the task is cancelled before
   /// the call or while it waits its turn, as
