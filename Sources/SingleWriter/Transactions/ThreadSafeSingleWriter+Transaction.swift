@@ -55,19 +55,39 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     // A thread sleeping for the writer boosts this one while `body` runs, as for a
     // closure write; released before the checkout can pass to another thread.
     lock.closeGateIfWanted()
+    var committed = false
     defer {
       #if DEBUG
         LockOrderCheck.released(ObjectIdentifier(self))
       #endif
-      lock.openGateIfClosed()
-      if !lock.tryEndCheckout() { finishCheckoutNow() }
+      if !committed {
+        lock.openGateIfClosed()
+        if !lock.tryEndCheckout() { finishCheckoutNow() }
+      }
       _fixLifetime(self)  // the copy and the commit go through `storage`
     }
     // The checkout is held, so nothing else writes the value: copied with no reader slot.
     var draft = storage.pointee
     let result = try body(&draft)
-    commit(&draft)
+    // The commit's write access, then the checkout and the access end together, as a
+    // closure write's do: one compare-and-exchange fewer than ending them one by one.
+    lock.beginWriting()
+    swap(&storage.pointee, &draft)
+    committed = true
+    endCommit()
     return result
+  }
+
+  /// Ends a sync transaction's commit access and its checkout at once, as a closure write
+  /// ends (see `runClosureWrite`): the checkout is this thread's scoped one, with no
+  /// holder recorded, exactly as a closure write's.
+  @inlinable @inline(__always)
+  func endCommit() {
+    switch lock.tryEndClosureWrite() {
+    case .ended: break
+    case .endedDirty: hub.publish()
+    case .slow: finishClosureWrite()
+    }
   }
 
   /// Swaps `draft` in as the value, in one write access: readers wait only for the swap,
