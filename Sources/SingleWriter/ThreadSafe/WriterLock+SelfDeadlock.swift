@@ -71,7 +71,7 @@ extension WriterLock {
   /// this. (A proxy's holder may have sent it elsewhere, so its wait only warns; a
   /// transaction's checkout never leaves its body.) One load while no transaction is held.
   @usableFromInline func stopIfInsideOwnTransaction() {
-    guard sw_load_acquire(transactionHeld) != 0, isHeldHere() else { return }
+    guard sw_ts_transaction_is_held(sync), isHeldHere() else { return }
     selfDeadlockFailure(
       """
       ThreadSafeSingleWriter: a write (withWriter, `await write`, transaction, checkout() or \

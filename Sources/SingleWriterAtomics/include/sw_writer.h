@@ -214,4 +214,11 @@ static inline sw_atomic_u32 *sw_ts_transaction_held(sw_ts_sync *s) {
   return &s->transaction_held;
 }
 
+/// `transaction_held`, loaded with no scheduling or chaos point: it only decides whether a
+/// wait stops with a message, so the deterministic scheduler explores waits as it did
+/// before the word existed.
+static inline bool sw_ts_transaction_is_held(sw_ts_sync *s) {
+  return atomic_load_explicit(&s->transaction_held.value, memory_order_acquire) != 0;
+}
+
 #endif
