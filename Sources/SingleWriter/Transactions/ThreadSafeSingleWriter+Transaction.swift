@@ -136,7 +136,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// after the commit. `body` runs in the caller's isolation (on the main
   /// actor if called there), and holds the writer across its suspensions, as a proxy
   /// from ``checkout(fileID:function:line:)`` does: while it does, do not block every
-  /// thread of the cooperative pool in `withWriter` on this container.
+  /// thread of the cooperative pool in `withWriter` on this container. Its end, like that
+  /// proxy's release, runs the writes queued behind it on the task's thread.
   ///
   /// Swift chooses this form for a body that contains `await`; a body that does not runs
   /// the synchronous form, which blocks its thread while it waits its turn.
