@@ -70,4 +70,61 @@ extension ScheduleScenarioTests {
         })
     }
   }
+
+  /// An async transaction queues behind a held proxy, and its body suspends halfway while
+  /// it holds the writer; a reader thread reads around it and a `writeNext` races it. The
+  /// release hands the checkout to the task at its turn; readers never see an odd value,
+  /// the queued write never runs inside the transaction, and the value ends at 6.
+  @Test func anAsyncCommitHandedTheWriterAtItsTurnRacesReadersAndAQueuedWrite() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    Scheduler.check(pct: 300, exhaustive: 1_000, allowsTimeouts: true, reaches: [.entryCheckout]) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let tasks = Tasks()
+      journal.enter("A.0")
+      @Sendable func check(_ value: Int, _ who: String) {
+        if value % 2 != 0 || !(0...6).contains(value) {
+          journal.notes.append("\(who) saw \(value), which no commit published")
+        }
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            held.strong!.write += 2
+            journal.leave()
+            held.strong = nil
+          },
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              try? await container.transaction { value in
+                journal.enter("T.1")
+                value += 1
+                await Task.yield()
+                check(container.read, "a read inside the body")
+                value += 1
+                journal.leave()
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            check(container.read, "read")
+            container.writeNext { proxy in
+              journal.enter("Q.1")
+              proxy.write += 2
+              journal.leave()
+            }
+            check(container.read { $0 }, "read { }")
+          },
+        ],
+        check: {
+          if let failure = journal.check(ranExactly: ["A.0", "T.1", "Q.1"]) { return failure }
+          if let failure = Self.isFreeAndEmpty(container) { return failure }
+          return container.read == 6 ? nil : "value \(container.read), not 6"
+        })
+    }
+  }
 }
