@@ -9,6 +9,7 @@ let walkthroughs: [(name: String, run: () async -> Void)] = [
   ("seed", seedWalkthrough),
   ("thread-safe", threadSafeWalkthrough),
   ("async", asyncWalkthrough),
+  ("transaction", transactionWalkthrough),
   ("observation", observationWalkthrough),
   ("race-detector", raceDetectorWalkthrough),
   ("confined", confinedWalkthrough),

@@ -43,6 +43,16 @@ func threadSafeWriteBenchmarks() {
     blackHole(box.read)
   }
 
+  // A copy of the 16-byte value, written, and moved back in: against `withWriter` above.
+  Benchmark("Write: ThreadSafeSingleWriter transaction") { benchmark in
+    let box = ThreadSafeSingleWriter(value: Counter())
+    blackHole(box)
+    for _ in benchmark.scaledIterations {
+      box.transaction { $0.a += 1 }
+    }
+    blackHole(box.read)
+  }
+
   Benchmark("Write: ThreadSafeSingleWriter await write, one Task") { benchmark async in
     let box = ThreadSafeSingleWriter(value: Counter())
     blackHole(box)

@@ -14,6 +14,8 @@ struct Sample {
   var readerNs: [UInt64] = []
   /// Reads that began and ended inside one open transaction.
   var inside = 0
+  /// Reads that saw part of a transaction: `x` not a multiple of its writes.
+  var halfDone = 0
   /// Time all threads ran at once, over the time from the first start to the last end.
   var overlap = 0.0
   /// Transactions in which another writer got in (x did not grow by exactly `writes`).
@@ -38,6 +40,7 @@ final class Slots: @unchecked Sendable {
   var ends: [UInt64]
   var counts: [Int]
   var inside: [Int]
+  var halfDone: [Int]
   var broken = 0
   let histograms: [LatencyHistogram]
 
@@ -46,6 +49,7 @@ final class Slots: @unchecked Sendable {
     ends = Array(repeating: 0, count: threads)
     counts = Array(repeating: 0, count: threads)
     inside = Array(repeating: 0, count: threads)
+    halfDone = Array(repeating: 0, count: threads)
     histograms = (0..<threads).map { _ in LatencyHistogram() }
   }
 
@@ -57,6 +61,7 @@ final class Slots: @unchecked Sendable {
     sample.reads = Array(counts.dropFirst())
     sample.readerNs = zip(starts, ends).dropFirst().map { max($1 - $0, 1) }
     sample.inside = inside.reduce(0, +)
+    sample.halfDone = halfDone.reduce(0, +)
     let window = Double(ends.min()!) - Double(starts.max()!)
     let span = Double(ends.max()! - starts.min()!)
     sample.overlap = max(window, 0) / max(span, 1)
@@ -107,9 +112,13 @@ struct ReaderTally {
   var previous: UInt64
   var count = 0
   var inside = 0
+  var halfDone = 0
   var total = 0
+  /// A transaction's writes: a value that is not a multiple of it is half a transaction.
+  let writes: Int
 
-  init(_ slots: Slots, _ index: Int) {
+  init(_ slots: Slots, _ index: Int, writes: Int) {
+    self.writes = writes
     self.slots = slots
     self.index = index
     histogram = slots.histograms[index]
@@ -127,6 +136,7 @@ struct ReaderTally {
     previous = time
     total &+= value
     if before == after && before & 1 == 1 { inside += 1 }
+    if value % writes != 0 { halfDone += 1 }
     count += 1
     if readWork.iterations > 0 {
       readWork.run()
@@ -138,6 +148,7 @@ struct ReaderTally {
     slots.ends[index] = now()
     slots.counts[index] = count
     slots.inside[index] = inside
+    slots.halfDone[index] = halfDone
     sink(total)
   }
 }
@@ -177,7 +188,7 @@ func runThreads<S: Shared>(
   for index in 1...readers {
     spawn {
       if pinned { pinCurrentThread(to: core(forThread: index)) }
-      var reader = ReaderTally(slots, index)
+      var reader = ReaderTally(slots, index, writes: writes)
       while !stop.isSet {
         let before = sequence.load()
         let value = shared.read()
@@ -219,7 +230,7 @@ func runActor(
   for index in 1...readers {
     done.enter()
     Task.detached {
-      var reader = ReaderTally(slots, index)
+      var reader = ReaderTally(slots, index, writes: writes)
       while !stop.isSet {
         let before = sequence.load()
         let value = await shared.read()
@@ -253,6 +264,9 @@ func runSample(
   case .rwlock: return threads(RWLockShared.self)
   case .article: return threads(ArticleShared.self)
   case .singleWriter: return threads(SingleWriterShared.self)
+  case .twoLocks: return threads(TwoLocksShared.self)
+  case .snapshot: return threads(SnapshotShared.self)
+  case .transaction: return threads(TransactionShared.self)
   case .actor:
     return runActor(
       readers: readers, milliseconds: milliseconds, writes: writes, work: work, readWork: readWork

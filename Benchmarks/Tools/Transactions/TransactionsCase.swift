@@ -15,6 +15,8 @@ struct Measured {
   var attempts = 0
   var broken = 0
   var lost = 0
+  /// Reads that saw part of a transaction, over every sample.
+  var halfDone = 0
 
   /// The median over the valid samples of each sample's read latency at `q` (max for 1).
   func read(_ q: Double) -> Double {
@@ -98,6 +100,7 @@ func runTransactions(_ options: Options) -> CaseResult {
               sample.readsPerSecond, Double(sample.latencies.quantile(0.99))))
         }
         measured.broken += sample.broken
+        measured.halfDone += sample.halfDone
         measured.lost += sample.lost
         // Valid when the writer and the readers ran at once for most of the sample.
         if sample.overlap >= 0.5 && sample.transactions > 0 {
@@ -125,6 +128,7 @@ func runTransactions(_ options: Options) -> CaseResult {
       + "transaction to having exclusive access.\n")
 
   var goalsPass = true
+  var issue36Pass = true
   var jsonRows: [[String: Any]] = []
   var goalLines: [(String, String, Bool)] = []
   for setting in settings {
@@ -144,9 +148,9 @@ func runTransactions(_ options: Options) -> CaseResult {
         "Variant", "transactions/s", "reads/s", "read p50", "read p99", "read max",
         "p50", "p99", "max", "writer's wait p99", "writer's wait max", "reads inside a transaction",
         "overlap", "valid/samples",
-        "broken transactions", "lost writes",
+        "broken transactions", "lost writes", "half-done reads",
       ],
-      ["---"] + Array(repeating: "---:", count: 15),
+      ["---"] + Array(repeating: "---:", count: 16),
       Variant.allCases.map { variant in
         let measured = results[RowKey(variant: variant, setting: setting)]!
         let p50 = measured.read(0.5)
@@ -168,6 +172,8 @@ func runTransactions(_ options: Options) -> CaseResult {
           "writerWaitMaxNs": measured.writerWait(1),
           "valid": measured.valid.count, "attempts": measured.attempts,
           "broken": measured.broken, "lost": measured.lost,
+          "halfDoneReads": measured.halfDone,
+          "readersSeeEachWrite": variant.readersSeeEachWrite,
         ]
         jsonRows.append(row)
         return [
@@ -183,6 +189,9 @@ func runTransactions(_ options: Options) -> CaseResult {
           "\(measured.valid.count)/\(measured.attempts)",
           measured.broken == 0 ? "0" : "**\(measured.broken)**",
           measured.lost == 0 ? "0" : "**\(measured.lost)**",
+          variant.readersSeeEachWrite
+            ? "\(measured.halfDone) (sees each write)"
+            : measured.halfDone == 0 ? "0" : "**\(measured.halfDone)**",
         ]
       }
     ).print()
@@ -209,6 +218,55 @@ func runTransactions(_ options: Options) -> CaseResult {
         ratio(singleWriter.writerWait(0.99), reference.writerWait(0.99)), { $0 <= 0.01 }
       ),
     ]
+    // Issue 36: `transaction` against the baselines of its own semantics, readers seeing
+    // the value before or after: the snapshot by hand, and `Mutex` held.
+    let transaction = results[RowKey(variant: .transaction, setting: setting)]!
+    let snapshot = results[RowKey(variant: .snapshot, setting: setting)]!
+    let twoLocks = results[RowKey(variant: .twoLocks, setting: setting)]!
+    let issue36: [(String, Double?, (Double) -> Bool)] = [
+      (
+        "transaction reads/s ≥ 1.0x snapshot by hand (issue 36)",
+        ratio(transaction.readsPerSecond, snapshot.readsPerSecond), { $0 >= 1.0 }
+      ),
+      (
+        "transaction reads/s ≥ 100x Mutex held (issue 36)",
+        ratio(transaction.readsPerSecond, referenceReads), { $0 >= 100 }
+      ),
+      (
+        "transaction read p99 ≤ snapshot by hand's (issue 36)",
+        ratio(transaction.read(0.99), snapshot.read(0.99)), { $0 <= 1.0 }
+      ),
+      (
+        "transaction transactions/s ≥ 0.9x snapshot by hand (issue 36)",
+        ratio(transaction.transactionsPerSecond, snapshot.transactionsPerSecond), { $0 >= 0.9 }
+      ),
+      (
+        "transaction half-done reads = 0 (issue 36)", Double(transaction.halfDone),
+        { $0 == 0 }
+      ),
+      (
+        "held proxy reads/s vs two locks (same semantics; informative)",
+        ratio(singleWriter.readsPerSecond, twoLocks.readsPerSecond), { $0 >= 1.0 }
+      ),
+      (
+        "held proxy read p99 vs two locks (informative)",
+        ratio(singleWriter.read(0.99), twoLocks.read(0.99)), { $0 <= 1.0 }
+      ),
+    ]
+    // The issue's goals are set for 1 reader reading as fast as it can.
+    let issue36Applies = setting.readers == 1 && setting.gapNs == 0
+    for (label, value, test) in issue36 {
+      let pass = value.map(test) ?? false
+      let binding = issue36Applies && !label.contains("informative")
+      if binding { issue36Pass = issue36Pass && pass }
+      let shown =
+        label.contains("half-done") ? String(format: "%.0f", value ?? -1) : Format.ratio(value)
+      goalLines.append(
+        (
+          "\(setting.title): \(label)\(issue36Applies ? "" : " (not the goal's setting)")",
+          shown, pass
+        ))
+    }
     for (label, value, test) in goals {
       let pass = value.map(test) ?? false
       if !label.contains("informative") { goalsPass = goalsPass && pass }
@@ -222,7 +280,7 @@ func runTransactions(_ options: Options) -> CaseResult {
     }
   }
   let lost = results.values.contains { $0.lost != 0 || $0.broken != 0 }
-  print("### Goals (issue 24)\n")
+  print("### Goals (issues 24 and 36)\n")
   MarkdownTable(
     ["Goal", "Measured", "Met"], ["---", "---:", ":---:"],
     goalLines.map { [$0.0, $0.1, $0.2 ? "PASS" : "FAIL"] }
@@ -233,6 +291,8 @@ func runTransactions(_ options: Options) -> CaseResult {
     json: [
       "rounds": options.rounds, "sampleMs": options.sampleMs, "writes": options.writes,
       "workNs": options.workNs, "rows": jsonRows, "goalsPass": goalsPass,
+      "issue36GoalsPass": issue36Pass,
+      "goals": goalLines.map { ["goal": $0.0, "measured": $0.1, "met": $0.2] },
     ],
     goalsPass: goalsPass, lost: lost)
 }

@@ -19,7 +19,10 @@ enum Variant: String, CaseIterable, Sendable {
   case rwlock = "pthread_rwlock"
   case actor = "actor"
   case article = "article's algorithm"
+  case twoLocks = "two locks"
   case singleWriter = "ThreadSafeSingleWriter"
+  case snapshot = "snapshot by hand"
+  case transaction = "transaction"
 
   var label: String {
     switch self {
@@ -28,7 +31,20 @@ enum Variant: String, CaseIterable, Sendable {
     case .rwlock: "`pthread_rwlock` (write-locked for the transaction)"
     case .actor: "actor (one method per transaction)"
     case .article: "article's algorithm (held proxy, `NSLock` per access)"
+    case .twoLocks:
+      "two locks (writers' `Mutex` held for the transaction, the state's `Mutex` per write)"
     case .singleWriter: "`ThreadSafeSingleWriter` (held proxy)"
+    case .snapshot:
+      "snapshot by hand (writers' `Mutex` held, a copy swapped into the state's `Mutex` at the end)"
+    case .transaction: "`ThreadSafeSingleWriter.transaction`"
+    }
+  }
+
+  /// What readers see while a transaction runs: each write, or the value before or after.
+  var readersSeeEachWrite: Bool {
+    switch self {
+    case .article, .twoLocks, .singleWriter: true
+    case .mutex, .nslock, .rwlock, .actor, .snapshot, .transaction: false
     }
   }
 }
@@ -180,6 +196,74 @@ final class SingleWriterShared: Shared {
         work.run()
       }
       return (start, writer.write.x)
+    }
+  }
+
+  func read() -> Int { container.read.x }
+}
+
+/// The ten-line pattern with a held proxy's semantics: a writers' lock held for the
+/// transaction keeps other writers out; the state's own lock, taken per write and per read,
+/// lets readers in between writes, so they see each write.
+final class TwoLocksShared: Shared {
+  let writers = Mutex(())
+  let state = Mutex(State())
+
+  func transaction(writes: Int, work: Work, sequence: TransactionSequence) -> (Int, Int) {
+    writers.withLock { _ in
+      sequence.open()
+      defer { sequence.close() }
+      let start = state.withLock { $0.x }
+      for _ in 0..<writes {
+        state.withLock { $0.x += 1 }
+        work.run()
+      }
+      return (start, state.withLock { $0.x })
+    }
+  }
+
+  func read() -> Int { state.withLock { $0.x } }
+}
+
+/// The ten-line pattern with `transaction`'s semantics: the writers' lock held for the
+/// transaction, the state built on a copy and swapped into its own lock at the end, so
+/// readers see the value from before or after, and never wait for the transaction.
+final class SnapshotShared: Shared {
+  let writers = Mutex(())
+  let state = Mutex(State())
+
+  func transaction(writes: Int, work: Work, sequence: TransactionSequence) -> (Int, Int) {
+    writers.withLock { _ in
+      sequence.open()
+      defer { sequence.close() }
+      var draft = state.withLock { $0 }
+      let start = draft.x
+      for _ in 0..<writes {
+        draft.x += 1
+        work.run()
+      }
+      let end = draft.x
+      state.withLock { swap(&$0, &draft) }
+      return (start, end)
+    }
+  }
+
+  func read() -> Int { state.withLock { $0.x } }
+}
+
+final class TransactionShared: Shared {
+  let container = ThreadSafeSingleWriter(value: State())
+
+  func transaction(writes: Int, work: Work, sequence: TransactionSequence) -> (Int, Int) {
+    container.transaction { state in
+      sequence.open()
+      defer { sequence.close() }
+      let start = state.x
+      for _ in 0..<writes {
+        state.x += 1
+        work.run()
+      }
+      return (start, state.x)
     }
   }
 

@@ -26,7 +26,7 @@ struct Options {
   var workNs = 5_000.0
   var json: String?
   var strict = false
-  var cases: Set<String> = ["transactions", "refresh"]
+  var cases: Set<String> = ["transactions", "refresh", "cost"]
 }
 
 func parseOptions() -> Options {
@@ -36,7 +36,7 @@ func parseOptions() -> Options {
     usage: """
       usage: Transactions [--rounds 5] [--readers 1,2] [--read-gap-ns 0,1000] [--pinned yes,no]
                           [--sample-ms 300] [--writes 100]
-                          [--work-ns 5000] [--json FILE] [--only transactions|refresh]
+                          [--work-ns 5000] [--json FILE] [--only transactions|refresh|cost]
                           [--strict (exit 1 unless every goal passes)]
       """)
   while let argument = arguments.next() {
@@ -61,7 +61,7 @@ func parseOptions() -> Options {
     !options.readGapsNs.isEmpty, !options.pinned.isEmpty,
     options.readGapsNs.allSatisfy({ $0 >= 0 }),
     options.sampleMs > 0, options.writes >= 1, options.workNs >= 0,
-    options.cases.isSubset(of: ["transactions", "refresh"])
+    options.cases.isSubset(of: ["transactions", "refresh", "cost"])
   else { arguments.fail("bad value") }
   return options
 }
@@ -85,6 +85,12 @@ if options.cases.contains("refresh") {
   report["refresh"] = result.json
   allGoalsPass = allGoalsPass && result.goalsPass
   anyLost = anyLost || result.lost
+}
+
+if options.cases.contains("cost") {
+  let result = runCost(options)
+  report["cost"] = result.json
+  allGoalsPass = allGoalsPass && result.goalsPass
 }
 
 if let path = options.json {

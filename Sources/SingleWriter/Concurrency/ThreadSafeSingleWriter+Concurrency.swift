@@ -133,6 +133,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     unlessCancelled: Bool, waiter: TaskWaiter = TaskWaiter(),
     _ entry: (TaskWaiter) -> Pending
   ) async -> Bool {
+    lock.stopIfInsideOwnTransaction()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         waiter.continuation = continuation
@@ -273,26 +274,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     #endif
     // A task can resume on any thread: no thread in particular holds this checkout, but
     // this task does, for the warning in `waitForTurn`.
-    if !lock.tryCheckout(as: 0) {
-      let waiter = TaskWaiter()
-      guard await waitForTurn(unlessCancelled: true, waiter: waiter, { .checkout($0) }) else {
-        throw CancellationError()
-      }
-      // Offered the writer as it slept: it is this task's unless a blocked `withWriter`
-      // took it back meanwhile, putting the entry back at the front; then wait again.
-      while true {
-        let (claimed, drains) = lock.withHandOffLock { () -> (Bool, [TaskWaiter]) in
-          guard handOff.pointee.claim(waiter) else { return (false, []) }
-          // This task holds the checkout now, and nobody can take it back.
-          return (true, takeLeadingDrains())
-        }
-        if claimed {
-          resume(drains)
-          break
-        }
-        await waitAgain(waiter)
-      }
-    }
+    if !lock.tryCheckout(as: 0) { try await checkOutInTurn() }
     lock.recordHolder()
     #if DEBUG
       LockOrderCheck.checkedOut(

@@ -49,11 +49,12 @@ extension WriterLock {
       selfDeadlockFailure(
         """
         ThreadSafeSingleWriter: withWriter inside a write's closure (tryWrite, withWriter, \
-        `await write` or a writeNext body), or inside an observer that a checkout's end is \
-        calling, on the same thread would wait forever for that write to end. Change the \
-        value you were given, or use writeNext to queue this write behind it.
+        `await write`, transaction or a writeNext body), or inside an observer that a \
+        checkout's end is calling, on the same thread would wait forever for that write to \
+        end. Change the value you were given, or use writeNext to queue this write behind it.
         """)
     }
+    stopIfInsideOwnTransaction()
     if isAccessing(me) {
       selfDeadlockFailure(
         """
@@ -63,6 +64,21 @@ extension WriterLock {
         """)
     }
     stopIfReading()
+  }
+
+  /// Stops a wait for the writer from inside an async `transaction`'s body by the task
+  /// running it: the transaction holds the writer until its body returns, which waits for
+  /// this. (A proxy's holder may have sent it elsewhere, so its wait only warns; a
+  /// transaction's checkout never leaves its body.) One load while no transaction is held.
+  @usableFromInline func stopIfInsideOwnTransaction() {
+    guard sw_ts_transaction_is_held(sync), isHeldHere() else { return }
+    selfDeadlockFailure(
+      """
+      ThreadSafeSingleWriter: a write (withWriter, `await write`, transaction, checkout() or \
+      drained()) inside an async transaction's body on the same container would wait \
+      forever for that transaction, which ends only when its body returns. Change the \
+      value you were given, or use writeNext to queue this write behind the commit.
+      """)
   }
 
   // MARK: Sleeping

@@ -54,6 +54,9 @@ struct WriterLock {
   @inlinable var successorHint: UnsafeMutablePointer<sw_atomic_u32> {
     sw_ts_successor_hint(sync)
   }
+  @inlinable var transactionHeld: UnsafeMutablePointer<sw_atomic_u32> {
+    sw_ts_transaction_held(sync)
+  }
 
   // MARK: The word
 

@@ -171,6 +171,12 @@ typedef struct {
   /// `hand_off_lock`: a server past its millisecond looks here after every entry, and
   /// takes the lock to hand over only when it is set.
   sw_atomic_u32 successor_hint;
+  /// 1 while the checkout's holder is an async `transaction`, whose holder
+  /// (`checkout_holder`) cannot release it before its body returns: a wait for the writer
+  /// by that same task inside the body could never end, and stops with a message. Read
+  /// only by waits, which have found the writer busy; on this line, which they do not
+  /// contend for.
+  sw_atomic_u32 transaction_held;
   };
   char server_line[SW_CACHE_LINE];
   };
@@ -204,5 +210,15 @@ static inline uint64_t *sw_ts_ran(sw_ts_sync *s) { return &s->ran; }
 static inline sw_atomic_u32 *sw_ts_room_wanted(sw_ts_sync *s) { return &s->room_wanted; }
 static inline sw_atomic_u32 *sw_ts_room(sw_ts_sync *s) { return &s->room; }
 static inline sw_atomic_u32 *sw_ts_successor_hint(sw_ts_sync *s) { return &s->successor_hint; }
+static inline sw_atomic_u32 *sw_ts_transaction_held(sw_ts_sync *s) {
+  return &s->transaction_held;
+}
+
+/// `transaction_held`, loaded with no scheduling or chaos point: it only decides whether a
+/// wait stops with a message, so the deterministic scheduler explores waits as it did
+/// before the word existed.
+static inline bool sw_ts_transaction_is_held(sw_ts_sync *s) {
+  return atomic_load_explicit(&s->transaction_held.value, memory_order_acquire) != 0;
+}
 
 #endif
