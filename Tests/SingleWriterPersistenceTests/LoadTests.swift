@@ -24,7 +24,7 @@ import Testing
     let url = makeFolder().appendingPathComponent("settings.json")
     do {
       let settings = try PersistedState(file: url, default: Settings())
-      settings.state.tryWrite { $0.theme = "dark" }
+      settings.state.withWriter { $0.theme = "dark" }
       try await settings.saved()
     }
     let again = try PersistedState(file: url, default: Settings())

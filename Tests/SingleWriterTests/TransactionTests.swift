@@ -89,7 +89,7 @@ func onOwnThread(_ body: @escaping @Sendable () -> Void) -> SharedFlag {
     }
     #expect(box.hub.version == before &+ 1, "none for a throw")
     #expect(await iterator.next() == Pair(a: 100, b: 100))
-    box.tryWrite { $0.a = 7 }
+    box.withWriter { $0.a = 7 }
     // The next element is the next write's: the throw gave the stream nothing.
     #expect(await iterator.next() == Pair(a: 7, b: 100))
   }
