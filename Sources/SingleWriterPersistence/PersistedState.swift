@@ -106,7 +106,7 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
     state = ThreadSafeSingleWriter(value: initial)
     // Subscribed before anyone else can write: no change is missed, and the version now
     // is the one the file (or the absence of one) holds.
-    let changes = state.changes()
+    let changes = state.changes().makeAsyncIterator()
     saver = Saver(
       file: stateFile, version: state.publishedVersion, encode: encode,
       onFailure: onSaveFailure)
