@@ -128,7 +128,10 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// "Made before the call" counts the checkouts that ended, the closure writes that
   /// returned and the `writeNext` writes queued before it (it waits for those to run, as
   /// `drained()` does); a proxy still held is saved after its checkout ends, by a later
-  /// save. Returns at once if nothing changed since the last save. If the newest value's
+  /// save. But a proxy held at the call that has written while writes before it were not
+  /// saved yet holds the flush up until it is released: the saver takes whole values only,
+  /// and those writes are now under the proxy's half-done ones. So never await `saved()`
+  /// in a task that holds a proxy of this container. Returns at once if nothing changed since the last save. If the newest value's
   /// save failed, it is tried again first, so that a flush after a passing failure
   /// succeeds. It suspends, never blocks a thread, and does not end early when its task
   /// is cancelled: a flush before quitting should finish.
