@@ -147,7 +147,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// for await failure in settings.failures() { showAlert(failure.description) }
   /// ```
   ///
-  /// The stream keeps the 16 newest failures its consumer has not taken yet.
+  /// The stream keeps the 16 newest failures its consumer has not taken yet, and ends when
+  /// saving ends: once the container is freed and its last value saved.
   public func failures() -> AsyncStream<PersistenceError> { saver.failures() }
 
   /// The default encoder: pretty-printed JSON with sorted keys, readable and diffable.

@@ -41,6 +41,10 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
     self.onFailure = onFailure
   }
 
+  // Saving has ended (the container was freed and its last value saved): the failure
+  // streams end too, else a task iterating one would wait forever.
+  deinit { for stream in failureStreams.values { stream.finish() } }
+
   /// Whether `version` is `other` or newer, in 28-bit serial arithmetic.
   static func isAtLeast(_ version: UInt32, _ other: UInt32) -> Bool {
     (version &- other) & 0x0FFF_FFFF < 0x0800_0000
