@@ -5,8 +5,9 @@ import SingleWriterAtomics
 /// save through a temporary file beside it (see `sw_replace_file`).
 struct StateFile: Sendable {
   let url: URL
-  /// In the same folder, so the rename stays on one file system; one per process, so that
-  /// two processes saving the same file by mistake never write one temporary file.
+  /// In the same folder, so the rename stays on one file system; one per `StateFile` (the
+  /// process id and a random part), so that two stores saving the same file by mistake,
+  /// in two processes or in one, never write one temporary file: a save stays whole.
   let temporary: URL
   let folder: URL
 
@@ -14,7 +15,8 @@ struct StateFile: Sendable {
     self.url = url
     folder = url.deletingLastPathComponent()
     temporary = folder.appendingPathComponent(
-      ".\(Self.shortened(url.lastPathComponent)).\(ProcessInfo.processInfo.processIdentifier).tmp")
+      ".\(Self.shortened(url.lastPathComponent)).\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8)).tmp"
+    )
   }
 
   /// `name`, or for a name too long to take the temporary file's dots, process id and
