@@ -31,7 +31,9 @@ import SingleWriter
 /// ``failures()``, and retried by the next change.
 ///
 /// Saving goes on while ``state`` lives, even if this object is released first, and ends
-/// with a save of the value the container was freed with, if it had not been saved.
+/// with a save of the value the container was freed with, if it had not been saved. That
+/// save runs in the background, as every save does: a process that exits right after
+/// dropping the store can stop before it, so await ``saved()`` first.
 public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// The container: read and write it as usual; every change is saved.
   public let state: ThreadSafeSingleWriter<Value>
@@ -106,7 +108,7 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
     state = ThreadSafeSingleWriter(value: initial)
     // Subscribed before anyone else can write: no change is missed, and the version now
     // is the one the file (or the absence of one) holds.
-    let changes = state.changes()
+    let changes = state.changes().makeAsyncIterator()
     saver = Saver(
       file: stateFile, version: state.publishedVersion, encode: encode,
       onFailure: onSaveFailure)
@@ -128,7 +130,10 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// "Made before the call" counts the checkouts that ended, the closure writes that
   /// returned and the `writeNext` writes queued before it (it waits for those to run, as
   /// `drained()` does); a proxy still held is saved after its checkout ends, by a later
-  /// save. Returns at once if nothing changed since the last save. If the newest value's
+  /// save. But a proxy held at the call that has written while writes before it were not
+  /// saved yet holds the flush up until it is released: the saver takes whole values only,
+  /// and those writes are now under the proxy's half-done ones. So never await `saved()`
+  /// in a task that holds a proxy of this container. Returns at once if nothing changed since the last save. If the newest value's
   /// save failed, it is tried again first, so that a flush after a passing failure
   /// succeeds. It suspends, never blocks a thread, and does not end early when its task
   /// is cancelled: a flush before quitting should finish.
@@ -144,7 +149,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// for await failure in settings.failures() { showAlert(failure.description) }
   /// ```
   ///
-  /// The stream keeps the 16 newest failures its consumer has not taken yet.
+  /// The stream keeps the 16 newest failures its consumer has not taken yet, and ends when
+  /// saving ends: once the container is freed and its last value saved.
   public func failures() -> AsyncStream<PersistenceError> { saver.failures() }
 
   /// The default encoder: pretty-printed JSON with sorted keys, readable and diffable.

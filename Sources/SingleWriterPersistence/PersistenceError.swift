@@ -50,7 +50,7 @@ public struct PersistenceError: LocalizedError, CustomStringConvertible {
 
   /// A file system call of a save that failed: the step, and the system's error.
   public struct SaveFailure: Error, CustomStringConvertible {
-    /// What the save was doing, such as "creating the temporary file /app/.settings.json.412.tmp".
+    /// What the save was doing, such as "creating the temporary file /app/.settings.json.412-1F2E3D4C.tmp".
     public let step: String
     /// The system's error number (`errno`; Windows errors are mapped to the nearest one).
     public let code: Int32

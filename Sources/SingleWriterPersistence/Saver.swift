@@ -41,6 +41,10 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
     self.onFailure = onFailure
   }
 
+  // Saving has ended (the container was freed and its last value saved): the failure
+  // streams end too, else a task iterating one would wait forever.
+  deinit { for stream in failureStreams.values { stream.finish() } }
+
   /// Whether `version` is `other` or newer, in 28-bit serial arithmetic.
   static func isAtLeast(_ version: UInt32, _ other: UInt32) -> Bool {
     (version &- other) & 0x0FFF_FFFF < 0x0800_0000
@@ -50,9 +54,13 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   /// runs waits, and the stream hands over only the newest, so a burst of writes ends in
   /// one save of its last value. Ends when the container is freed, after saving the value
   /// it was freed with.
-  static func run(_ saver: Saver, _ changes: ThreadSafeSingleWriter<Value>.Changes<Value>) {
+  static func run(
+    _ saver: Saver, _ changes: sending ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator
+  ) {
+    // The iterator is made by the caller, before the task runs: one made after the
+    // container is freed ends at once, and would not save the value it was freed with.
     Task.detached {
-      var iterator = changes.makeAsyncIterator()
+      var iterator = changes
       while let value = await iterator.next() {
         await saver.save(value, version: iterator.deliveredVersion)
       }

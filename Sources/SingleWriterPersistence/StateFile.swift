@@ -5,8 +5,9 @@ import SingleWriterAtomics
 /// save through a temporary file beside it (see `sw_replace_file`).
 struct StateFile: Sendable {
   let url: URL
-  /// In the same folder, so the rename stays on one file system; one per process, so that
-  /// two processes saving the same file by mistake never write one temporary file.
+  /// In the same folder, so the rename stays on one file system; one per `StateFile` (the
+  /// process id and a random part), so that two stores saving the same file by mistake,
+  /// in two processes or in one, never write one temporary file: a save stays whole.
   let temporary: URL
   let folder: URL
 
@@ -14,7 +15,25 @@ struct StateFile: Sendable {
     self.url = url
     folder = url.deletingLastPathComponent()
     temporary = folder.appendingPathComponent(
-      ".\(url.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
+      ".\(Self.shortened(url.lastPathComponent)).\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8)).tmp"
+    )
+  }
+
+  /// `name`, or for a name too long to take the temporary file's dots, process id and
+  /// suffix within the system's 255 bytes, its start and a hash of the whole: two long
+  /// names that start alike still get temporary files of their own.
+  static func shortened(_ name: String) -> String {
+    guard name.utf8.count > 200 else { return name }
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+    for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    var start = ""
+    var bytes = 0
+    for scalar in name.unicodeScalars {
+      bytes += String(scalar).utf8.count
+      if bytes > 160 { break }
+      start.unicodeScalars.append(scalar)
+    }
+    return "\(start)-\(String(hash, radix: 16))"
   }
 
   /// The file's bytes, or `nil` if there is no file.

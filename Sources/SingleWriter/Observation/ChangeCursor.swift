@@ -92,9 +92,11 @@ struct ChangeCursor<Element> {
   mutating func takeLast() -> Element? {
     finished = true
     // No publication follows the close: this is the final value's version.
-    guard subscription.hub.version != seen || !started,
+    let final = subscription.hub.version
+    guard final != seen || !started,
       let value = subscription.readLast(), deliver(value)
     else { return nil }
+    seen = final
     return value
   }
 
