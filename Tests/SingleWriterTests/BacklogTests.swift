@@ -120,23 +120,26 @@ import Testing
     let produced = Counter()
     let highest = Counter()
     let watching = Repeating { highest.raise(to: box.queuedWrites) }
-    // On a thread of its own: a pool thread that ran the task holding the proxy would
+    // On a thread of its own, started without the cooperative pool (which other tests
+    // may keep busy for a while): a pool thread that ran the task holding the proxy would
     // count as the holder's, and queue past the bound.
-    let producer = Task.detached {
-      await runOnThread(stackSize: 1 << 20) {
-        for value in 0..<1_000 {
-          box.writeNext { $0.write.append(value) }
-          _ = produced.add(1)
-        }
+    let finished = SharedFlag()
+    let producer = Thread {
+      for value in 0..<1_000 {
+        box.writeNext { $0.write.append(value) }
+        _ = produced.add(1)
       }
+      finished.set()
     }
+    producer.stackSize = 1 << 20
+    producer.start()
     // Held back: 16 queued, and no more however long it waits.
     await waitUntil { produced.load() == 16 }
     try? await Task.sleep(for: .milliseconds(20))
     #expect(produced.load() == 16)
     #expect(box.queuedWrites == 16)
     held.withLock { $0 = nil }
-    await producer.value
+    await waitUntil { finished.isSet }
     await box.drained()
     watching.stop()
     #expect(highest.load() <= 16)

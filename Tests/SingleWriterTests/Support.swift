@@ -165,19 +165,23 @@ final class OwnThreadExecutor: SerialExecutor {
 }
 
 /// Polls `condition` every millisecond until it holds; records an issue, and returns false,
-/// if it still does not after `seconds`. A watchdog, not a timing: each condition awaited
-/// here comes true within milliseconds when the code is right.
+/// if it still does not after `seconds` worth of polls. A watchdog, not a timing: each
+/// condition awaited here comes true within milliseconds when the code is right. It counts
+/// polls, not wall time, so that a stretch in which other tests keep every thread of the
+/// cooperative pool busy (ThreadSanitizer's parallel run) stalls the poller and what it
+/// waits for alike, instead of using up its time.
 @discardableResult
 func waitUntil(
   atMost seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation,
   _ condition: () -> Bool
 ) async -> Bool {
-  let end = attackNow() + UInt64(seconds * 1e9)
+  var polls = Int(seconds * 1_000)
   while !condition() {
-    if attackNow() >= end {
-      Issue.record("still not so after \(seconds) s", sourceLocation: sourceLocation)
+    if polls == 0 {
+      Issue.record("still not so after \(seconds) s of polls", sourceLocation: sourceLocation)
       return false
     }
+    polls -= 1
     try? await Task.sleep(for: .milliseconds(1))
   }
   return true
