@@ -122,6 +122,37 @@ import Testing
     #expect(b.read == 2)
   }
 
+  // MARK: Cancelled while waiting its turn
+
+  /// A task cancelled while its async transaction waits behind a held proxy, with writes
+  /// and a `drained()` queued behind it: it throws without running its body, and leaves
+  /// the queue whole. At the release, the writes behind it run, once each, in order, and
+  /// `drained()` returns.
+  @Test func aCancelledWaiterLeavesTheWritesBehindItWhole() async {
+    let box = ThreadSafeSingleWriter(value: [String]())
+    let proxy = Locked<ThreadSafeWriterProxy<[String]>?>(box.writer)
+    let ran = Locked(false)
+    let waiter = Task.detached {
+      try await box.transaction { log in
+        ran.withLock { $0 = true }
+        await Task.yield()
+        log.append("cancelled transaction")
+      }
+    }
+    _ = await waitUntil { box.queuedWrites == 1 }
+    box.writeNext { $0.write.append("first") }
+    let drain = Task.detached { await box.drained() }
+    box.writeNext { $0.write.append("second") }
+    waiter.cancel()
+    let outcome = await waiter.result
+    #expect(throws: CancellationError.self) { try outcome.get() }
+    proxy.withLock { $0 = nil }
+    await drain.value
+    #expect(!ran.withLock { $0 })
+    #expect(box.read == ["first", "second"])
+    #expect(box.queuedWrites == 0)
+  }
+
   // MARK: Lock order
 
   #if DEBUG
