@@ -55,6 +55,7 @@ enum ChildRunner {
         Task.detached {
           for await value in box.changes() {
             run.enter()
+            run.checkPublished(x, value, "a changes() consumer")
             if value.a != value.b {
               run.fail(
                 "a changes() consumer of \(x) saw a half-done value: a = \(value.a), "

@@ -134,6 +134,7 @@ import Testing
     case .checkFailed(let message):
       let kinds = [
         ("lock-order reports where", "wrong lock-order reports"),
+        ("no commit published", "unpublished value seen"),
         ("half-done", "half-done value"), ("before suspending", "await served before suspending"),
         ("above maxQueuedWrites", "backlog above the bound"),
         ("queuedWrites", "wrong queuedWrites"), ("drained()", "drained() too early"),

@@ -226,7 +226,7 @@ extension ProgramGenerator {
   static func nestsAInsideB(_ step: ProgramStep) -> Bool {
     func walk(_ step: ProgramStep, _ insideB: Bool) -> Bool {
       switch step {
-      case .read(let x), .produce(let x, _, _), .drained(let x):
+      case .read(let x), .produce(let x, _, _), .drained(let x), .transaction(let x, _):
         return insideB && x == .a
       case .countQueued, .sleep, .work, .storm: return false
       case .deinitCallback(let x, _, let target):
@@ -277,7 +277,7 @@ extension ProgramGenerator {
       .awaitWrite(_, let body), .writeUnlessCancelled(_, let body), .writer(_, _, let body),
       .checkout(_, _, let body):
       return body.contains { writesNext($0, x) }
-    case .read, .sleep, .work, .drained, .countQueued: return false
+    case .read, .sleep, .work, .drained, .countQueued, .transaction: return false
     }
   }
 
@@ -364,7 +364,8 @@ extension ProgramGenerator {
       case .deinitCallback(let y, _, let target): found = found || y == x || target == x
       case .produce(let y, _, _), .storm(let y, _, _, _), .tryWrite(let y, _),
         .withWriter(let y, _), .awaitWrite(let y, _), .writeUnlessCancelled(let y, _),
-        .writeNext(let y, _, _), .writer(let y, _, _), .checkout(let y, _, _):
+        .writeNext(let y, _, _), .writer(let y, _, _), .checkout(let y, _, _),
+        .transaction(let y, _):
         found = found || y == x
       }
     }

@@ -1,7 +1,7 @@
 /// Lock order (issue 35): programs whose roots run one after another, each taking the two
 /// containers nested, in one global order or with one inversion, through every way of
 /// holding a container (closure writes, a body run in place or kept, `writer`,
-/// `checkout()`, an `await write` body) and every call that waits; and roots that end while
+/// `checkout()`, an `await write` body) and every call that waits (`transaction` too); and roots that end while
 /// a proxy they took lives on, followed at once by a root that waits for the other
 /// container (its thread or task may be given the ended one's address). Debug builds'
 /// lock-order checking must report nothing for one global order and exactly one inversion
@@ -47,7 +47,9 @@ extension ProgramGenerator {
     _ x: ContainerName, waitingFor y: ContainerName, inTask: Bool
   ) -> ProgramStep {
     // Inside a closure, or a body lent or kept in synchronous code, only `withWriter` waits.
-    let syncWait: [ProgramStep] = [.withWriter(y, [])]
+    let syncWait: [ProgramStep] = [
+      random.chance(75) ? .withWriter(y, []) : .transaction(y, transactionForm(async: false))
+    ]
     var holds: [ProgramStep] = [
       .withWriter(x, syncWait), .tryWrite(x, syncWait), .writeNext(x, .twoAccesses, syncWait),
       .writeNext(x, .keepHere, syncWait), .writer(x, .twoAccesses, syncWait),
@@ -56,6 +58,7 @@ extension ProgramGenerator {
       // A proxy held across an `await`: the task holds it while it suspends.
       let asyncWait = random.pick([
         ProgramStep.withWriter(y, []), .awaitWrite(y, []), .checkout(y, .twoAccesses, []),
+        .transaction(y, transactionForm(async: true)),
       ])
       holds += [
         .writer(x, .twoAccesses, [asyncWait]), .checkout(x, .twoAccesses, [asyncWait]),
@@ -77,6 +80,8 @@ extension ProgramGenerator {
       case .withWriter(let x, let body), .awaitWrite(let x, let body):
         for held in holding where held != x { orders.insert([held, x]) }
         for inner in body { visit(inner, holding: holding + [x]) }
+      case .transaction(let x, _):
+        for held in holding where held != x { orders.insert([held, x]) }
       case .checkout(let x, _, let body):
         for held in holding where held != x { orders.insert([held, x]) }
         for inner in body { visit(inner, holding: holding + [x]) }

@@ -6,7 +6,7 @@ struct ProgramGenerator {
     ("random", 21), ("read-nesting", 12), ("closure-nesting", 8), ("access-nesting", 7),
     ("self-hold", 7), ("other-task-wait", 5), ("async-storm", 15), ("follow-up-storm", 6),
     ("consumers", 9), ("plain-actor", 8), ("backlog", 14),
-    ("lock-order", 8),
+    ("lock-order", 8), ("transaction", 12),
   ]
 
   var random: CheckerRandom
@@ -155,6 +155,8 @@ struct ProgramGenerator {
       backlogProgram(&program, x)
     case "lock-order":
       lockOrderProgram(&program)
+    case "transaction":
+      transactionProgram(&program, x)
     default:
       addRandomRoots(&program, 2...4)
       if random.chance(25) { program.consumers = [x] }
@@ -245,7 +247,7 @@ struct ProgramGenerator {
     let x = random.pick(context.allowed)
     var choices = [
       "read", "readClosure", "tryWrite", "withWriter", "writeNext", "writer", "deinit",
-      "sleep", "produce",
+      "sleep", "produce", "transaction",
     ]
     if context.isAsync {
       choices += ["checkout", "awaitWrite", "awaitWrite", "writeUnlessCancelled", "drained"]
@@ -276,6 +278,7 @@ struct ProgramGenerator {
     case "writeUnlessCancelled":
       return .writeUnlessCancelled(x, nested(context.entering(x, queued: true)))
     case "produce": return .produce(x, count: random.int(1...4), expect: nil)
+    case "transaction": return transactionStep(x, context)
     case "drained":
       // Only outside calls on the other container: a wait nested the generator's own way.
       guard context.enclosing.isSubset(of: [x]) else { return .sleep(random.int(1...3)) }
@@ -288,7 +291,8 @@ struct ProgramGenerator {
   static func crosses(_ step: ProgramStep) -> Bool {
     func walk(_ step: ProgramStep, _ outer: Set<ContainerName>) -> Bool {
       switch step {
-      case .read(let x), .produce(let x, _, _), .drained(let x): return outer.contains(x.other)
+      case .read(let x), .produce(let x, _, _), .drained(let x), .transaction(let x, _):
+        return outer.contains(x.other)
       case .sleep, .work, .storm, .countQueued: return false
       case .deinitCallback(let x, _, let target): return outer.contains(x.other) || target != x
       case .readClosure(let x, let body), .tryWrite(let x, let body), .withWriter(let x, let body),
@@ -317,6 +321,9 @@ struct ProgramGenerator {
       case .readClosure(_, let body), .tryWrite(_, let body), .withWriter(_, let body),
         .awaitWrite(_, let body), .writeUnlessCancelled(_, let body):
         body.forEach { scan($0, async: false) }
+      case .transaction(let x, let form) where form.isAsync:
+        // Holds the writer across its body's suspensions.
+        asyncHeld.insert(x)
       default: break
       }
     }
@@ -333,6 +340,8 @@ struct ProgramGenerator {
       case .writeNext(let x, let use, let body): return .writeNext(x, use, body.map(fix))
       case .writer(let x, let use, let body): return .writer(x, use, body.map(fix))
       case .checkout(let x, let use, let body): return .checkout(x, use, body.map(fix))
+      case .transaction(let x, let form) where !form.isAsync && asyncHeld.contains(x):
+        return .tryWrite(x, [])
       case .deinitCallback(let x, .withWriter, let target) where asyncHeld.contains(target):
         return .deinitCallback(x, .writeNext, target: target)
       default: return step

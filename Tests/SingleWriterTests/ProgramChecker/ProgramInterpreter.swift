@@ -17,8 +17,12 @@ struct ProgramInterpreter: Sendable {
     defer { StepMarker.current = saved }
     let box = run.box
     switch step {
-    case .read(let x): _ = box(x).read
-    case .readClosure(let x, let body): box(x).read { _ in runSync(body, origin: origin) }
+    case .read(let x): run.checkPublished(x, box(x).read, "a read")
+    case .readClosure(let x, let body):
+      box(x).read { value in
+        run.checkPublished(x, value, "a read { }")
+        runSync(body, origin: origin)
+      }
     case .tryWrite(let x, let body):
       let done: Void? = box(x).tryWrite { value in closureBody(x, &value, body, origin) }
       if done != nil { run.count(x) }
@@ -63,6 +67,9 @@ struct ProgramInterpreter: Sendable {
         run.fail(
           "queuedWrites on \(x) read \(queued) where the model expects \(expect): \(step.label)")
       }
+    case .transaction(let x, let form):
+      precondition(!form.isAsync, "an async step in synchronous code: \(step)")
+      transaction(x, form, origin: origin)
     case .checkout, .awaitWrite, .writeUnlessCancelled, .drained:
       preconditionFailure("an async step in synchronous code: \(step)")
     }
@@ -72,6 +79,7 @@ struct ProgramInterpreter: Sendable {
     _ x: ContainerName, _ value: inout CheckedPair, _ body: [ProgramStep], _ origin: UInt
   ) {
     run.bodyBegan(x, origin: origin)
+    run.checkPublished(x, value, "a write body")
     value.a += 1
     runSync(body, origin: origin)
     value.b += 1
@@ -313,6 +321,10 @@ struct ProgramInterpreter: Sendable {
             + "producer #\(producer) of this task queued \(count), the value shows "
             + "\(value.tags[producer] ?? 0)")
       }
+    case .transaction(let x, let form) where form.isAsync:
+      run.enter(step.label)
+      await transaction(x, form)
+      run.enter()
     case .sleep(let milliseconds):
       run.enter()
       try? await Task.sleep(nanoseconds: UInt64(milliseconds) * 1_000_000)

@@ -69,7 +69,7 @@ final class ProgramModel {
   private func collectWrites(_ step: ProgramStep, into written: inout Set<ContainerName>) {
     switch step {
     case .read, .sleep, .work, .drained, .countQueued: break
-    case .produce(let x, _, _): written.insert(x)
+    case .produce(let x, _, _), .transaction(let x, _): written.insert(x)
     case .readClosure(_, let body):
       for inner in body { collectWrites(inner, into: &written) }
     case .tryWrite(let x, let body), .withWriter(let x, let body), .awaitWrite(let x, let body),
@@ -115,6 +115,9 @@ final class ProgramModel {
       if call != .read { boundBroken.insert(target) }
     case .storm(let x, _, let followUps, _):
       if followUps > 0 { boundBroken.insert(x) }
+    case .transaction(let x, _):
+      // Waits its turn as `withWriter` or `checkout()` does, perhaps in the queue.
+      boundBroken.insert(x)
     case .read, .sleep, .work, .produce, .drained, .countQueued: break
     }
   }
@@ -138,7 +141,7 @@ final class ProgramModel {
       .awaitWrite(_, let body), .writeUnlessCancelled(_, let body), .writer(_, _, let body),
       .checkout(_, _, let body):
       return !surely && body.contains { queues($0, on: x, surely: false) }
-    case .read, .sleep, .work, .drained, .countQueued: return false
+    case .read, .sleep, .work, .drained, .countQueued, .transaction: return false
     }
   }
 
@@ -363,6 +366,9 @@ final class ProgramModel {
       return context.handedAway.contains(x) ? [.warnTask, .complete] : .complete
     case .countQueued: return .complete
     case .sleep, .work: return .complete
+    case .transaction(let x, let form):
+      // Waits and holds the writer as `withWriter` (sync) or `checkout()` (async) does.
+      return evaluate(form.isAsync ? .checkout(x, .twoAccesses, []) : .withWriter(x, []), context)
     case .storm(let x, _, _, _):
       released(x, ModelContext())
       queued(x, certain: true) { serving in

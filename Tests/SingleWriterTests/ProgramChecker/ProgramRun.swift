@@ -55,6 +55,17 @@ final class ProgramRun: Sendable {
 
   func fail(_ message: String) { failures.withLock { $0.append(message) } }
 
+  /// Fails if `value`, seen on x by `seer`, holds a transaction's marker: a draft's value
+  /// that no commit published (see `TransactionForm`).
+  func checkPublished(_ x: ContainerName, _ value: CheckedPair, _ seer: @autoclosure () -> String) {
+    let limit = TransactionForm.marker / 2
+    if value.a >= limit || value.b >= limit {
+      fail(
+        "\(seer()) of \(x) saw a value no commit published (a transaction's draft): "
+          + "a = \(value.a), b = \(value.b)")
+    }
+  }
+
   /// A fresh id for a `produce` step's writes.
   func newProducer() -> Int { ids.add(1) }
 

@@ -41,6 +41,9 @@ indirect enum ProgramStep: Sendable, Hashable {
   case drained(ContainerName)
   /// `x.queuedWrites`: never negative, and `expect` when the generator knows it exactly.
   case countQueued(ContainerName, expect: Int?)
+  /// `x.transaction { d in ... }` or `try await x.transaction { d in ... }`, as the form
+  /// says: its draft holds a marker no commit publishes (see `TransactionForm`).
+  case transaction(ContainerName, TransactionForm)
 
   /// The call, for failure messages.
   var label: String {
@@ -104,6 +107,7 @@ indirect enum ProgramStep: Sendable, Hashable {
       lines.append(indent + "await \(x).drained(); check this task's produced writes are in it")
     case .countQueued(let x, let expect):
       lines.append(indent + "check \(x).queuedWrites " + (expect.map { "== \($0)" } ?? ">= 0"))
+    case .transaction(let x, let form): lines.append(indent + form.render(x))
     }
   }
 }
