@@ -9,7 +9,8 @@ import Testing
 
 @Suite(.serialized) struct WholeCheckoutObservationTests {
   /// A thread streams checkouts back to back, each writing `a`, then `b`, until the
-  /// consumer has had a value from the middle of the stream (or for 30 s at most), then
+  /// consumer has had a value from the middle of the stream (or for 300 s at most: a watchdog
+  /// long enough for a cooperative pool that other tests keep busy), then
   /// ends with `-1` in both. Every value is whole, and the consumer is not starved: a
   /// value it cannot read because a checkout is part-way is kept for it by a later end.
   @Test func aConsumerNeverSeesAProxyCheckoutHalfDone() async {
@@ -35,7 +36,7 @@ import Testing
       started.wait()
       let start = Date()
       var checkouts = 0
-      while progress.withLock({ $0 }) == 0, Date().timeIntervalSince(start) < 60 {
+      while progress.withLock({ $0 }) == 0, Date().timeIntervalSince(start) < 300 {
         var proxy = box.writer
         while proxy == nil { proxy = box.writer }
         proxy!.write.a += 1
