@@ -1,6 +1,25 @@
 import SingleWriterAtomics
 
 extension ThreadSafeSingleWriter where Value: ~Copyable {
+  /// Runs the caller's own `writeNext` body in place, with the checkout just taken: it
+  /// holds the writer without having waited, so no lock-order edge leads to it, and the
+  /// `fileID`, `function` and `line` of that `writeNext` name it where one leads from it.
+  /// Ends the checkout unless `body` kept its proxy.
+  @inlinable @inline(__always)
+  func runInPlace(
+    _ body: (ThreadSafeWriterProxy<Value>) -> Void, _ fileID: StaticString,
+    _ function: StaticString, _ line: UInt
+  ) {
+    #if DEBUG
+      LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
+    #endif
+    let returned = lend(body, inPlace: true)
+    #if DEBUG
+      LockOrderCheck.released(ObjectIdentifier(self))
+    #endif
+    if returned { endLentCheckout() }
+  }
+
   /// Lends the spare proxy to `body`. Returns `true` once the proxy is back, or `false`
   /// if `body` kept it: that proxy now owns the checkout, until ARC releases it.
   ///

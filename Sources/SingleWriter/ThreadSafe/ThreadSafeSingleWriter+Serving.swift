@@ -75,15 +75,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         // This thread's own body, alone in the queue: it runs in place, as when the
         // writer is free, so that a proxy it keeps is known as this thread's and task's.
         sw_uptr_store(lock.checkoutThread, scoped(me))
-        #if DEBUG
-          // Held as `writeNext` holds a body it runs in place: no order to it.
-          LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
-        #endif
-        let returned = lend(body, inPlace: true)
-        #if DEBUG
-          LockOrderCheck.released(ObjectIdentifier(self))
-        #endif
-        if returned { endLentCheckout() }
+        runInPlace(body, fileID, function, line)
         return
       case .asyncWrite, .waiter, .drain: break
       }

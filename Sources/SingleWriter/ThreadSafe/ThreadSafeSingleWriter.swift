@@ -356,15 +356,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       #endif
       return enqueue(.write(body), fileID: fileID, function: function, line: line)
     }
-    #if DEBUG
-      // Run in place, it holds the writer without having waited: no order to it.
-      LockOrderCheck.took(ObjectIdentifier(self), fileID, function, line)
-    #endif
-    let returned = lend(body, inPlace: true)
-    #if DEBUG
-      LockOrderCheck.released(ObjectIdentifier(self))
-    #endif
-    if returned { endLentCheckout() }
+    runInPlace(body, fileID, function, line)
   }
 
 }
