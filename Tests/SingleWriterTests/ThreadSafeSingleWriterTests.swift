@@ -5,7 +5,7 @@ import Testing
 @testable import SingleWriter
 
 // The tests of `ThreadSafeSingleWriter`, in five suites spread over one file per promise
-// (the promises are named in Promises.md, which names the test that checks each):
+// (the promises are named in Docs/PromiseCatalog.md, which names the test that checks each):
 //
 // - ThreadSafeSingleWriterTests.swift: the core rules, as for `SingleWriter`;
 // - ThreadSafeContentionTests.swift: One writer, No loss, Fair to withWriter;

@@ -196,8 +196,8 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// millisecond joins the queue and is handed the writer in turn, so none starves.
   /// On Apple platforms, while it sleeps behind a closure write (this one, `tryWrite`,
   /// `await write` or a queued body) running on another thread, it boosts that thread to
-  /// its own priority, as `Mutex` does; see "How the hand-off works" for when, and why a
-  /// proxy's holder is not boosted.
+  /// its own priority, as `Mutex` does. A proxy's holder is not boosted, since a proxy
+  /// can move between threads.
   ///
   /// Called from inside a write's closure on the same thread, from inside a write access
   /// through a proxy (a mutating method called through `proxy.write`), or from inside

@@ -3,8 +3,8 @@ import SingleWriterAtomics
 /// A ``ThreadSafeSingleWriter``'s 32-bit state word, typed: the only file that names a
 /// bit. Every change to the word is one of the transitions below, applied by
 /// `WriterLock.update`, the one compare-and-exchange driver; debug builds check
-/// `invariantViolation` on every word a transition produces. The article "How the
-/// hand-off works" in the DocC catalog gives the table of states and transitions.
+/// `invariantViolation` on every word a transition produces. Docs/HowTheHandOffWorks.md
+/// gives the table of states and transitions.
 ///
 /// One word holds both the long-lived checkout (`writer`) and the short-lived lock on
 /// the value (`writing` or a reader count), so a closure write takes and drops both
