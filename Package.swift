@@ -7,6 +7,7 @@ let package = Package(
   platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6)],
   products: [
     .library(name: "SingleWriter", targets: ["SingleWriter"]),
+    .library(name: "SingleWriterCompanions", targets: ["SingleWriterCompanions"]),
     .library(name: "SingleWriterPersistence", targets: ["SingleWriterPersistence"]),
   ],
   targets: [
@@ -28,6 +29,14 @@ let package = Package(
       name: "SingleWriter",
       dependencies: ["SingleWriterAtomics"]
     ),
+    // ReentrantMutex, BarrierStore and Confined: locks and confinement for code that does
+    // not fit a single-writer container, in a module of their own so that importing the
+    // containers does not bring them. Their locks take part in the core's lock-order
+    // checking through `package` hooks.
+    .target(
+      name: "SingleWriterCompanions",
+      dependencies: ["SingleWriter", "SingleWriterAtomics"]
+    ),
     // A ThreadSafeSingleWriter saved to a file on every change: the only library module
     // that imports Foundation, so the core stays free of it.
     .target(
@@ -36,12 +45,16 @@ let package = Package(
     ),
     .executableTarget(
       name: "Examples",
-      dependencies: ["SingleWriter", "SingleWriterPersistence"],
+      dependencies: ["SingleWriter", "SingleWriterCompanions", "SingleWriterPersistence"],
       path: "Examples"
     ),
     .testTarget(
       name: "SingleWriterTests",
       dependencies: ["SingleWriter"]
+    ),
+    .testTarget(
+      name: "SingleWriterCompanionsTests",
+      dependencies: ["SingleWriter", "SingleWriterCompanions", "SingleWriterAtomics"]
     ),
     .testTarget(
       name: "SingleWriterPersistenceTests",

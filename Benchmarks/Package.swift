@@ -145,7 +145,9 @@ for suite in [
         "BenchmarkSuite",
         .product(name: "SingleWriter", package: "SingleWriter"),
         .product(name: "Benchmark", package: "package-benchmark"),
-      ],
+      ]
+        + (suite == "Companions"
+          ? [.product(name: "SingleWriterCompanions", package: "SingleWriter")] : []),
       path: "Benchmarks/\(suite)",
       plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
     )

@@ -1,5 +1,5 @@
 import Dispatch
-import SingleWriter
+import SingleWriterCompanions
 
 /// The article's shared cache: a dictionary that any thread may read or write, in the
 /// three forms it offers: sync, with a completion, and `await`.

@@ -1,5 +1,5 @@
 import Dispatch
-import SingleWriter
+import SingleWriterCompanions
 
 /// The article's demo app without UIKit: a model, a controller and a view, each
 /// confined to its own queue, telling each other what happened instead of asking.

@@ -1,5 +1,6 @@
 import Dispatch
 import SingleWriter
+import SingleWriterCompanions
 import Synchronization
 
 // The code of the DocC articles in Sources/SingleWriter/SingleWriter.docc, compiled here so

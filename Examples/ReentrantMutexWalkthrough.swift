@@ -1,5 +1,5 @@
 import Dispatch
-import SingleWriter
+import SingleWriterCompanions
 
 /// The article's user example: `updateUser` holds the lock and calls `incrementAge`,
 /// which takes the same lock again. A serial queue used as a lock would deadlock here.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation for the SingleWriter and SingleWriterPersistence modules,
-# with warnings as errors, as CI does. Needs only the Swift toolchain (docc ships with it).
+# Builds the DocC documentation for the SingleWriter, SingleWriterCompanions and
+# SingleWriterPersistence modules, with warnings as errors, as CI does. Needs only the Swift toolchain (docc ships with it).
 #
 #   Scripts/build-docs.sh                    # archives in .build-docs/<Module>.doccarchive
 #   Scripts/build-docs.sh --output-path DIR  # SingleWriter's; other arguments go to
@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 # articles' code compiling. SwiftUI blocks are the exception: no toolchain here has SwiftUI.
 examples="$(cat Examples/*.swift | grep -v '^ *///')"
 for article in Sources/SingleWriter/SingleWriter.docc/*.md \
+  Sources/SingleWriterCompanions/SingleWriterCompanions.docc/*.md \
   Sources/SingleWriterPersistence/SingleWriterPersistence.docc/*.md; do
   [[ "$(basename "$article")" == SingleWriter*.md ]] && continue
   block="" inside=0
@@ -42,29 +43,40 @@ docc="${DOCC:-$(command -v docc || xcrun --find docc)}"
 # build leaves the last graph in place, which is then still right. Without one, start over.
 if [[ ! -f "$symbols/SingleWriter.symbols.json" ]]; then rm -rf "$scratch"; fi
 mkdir -p "$symbols"
-swift build --scratch-path "$scratch" --target SingleWriterPersistence \
-  -Xswiftc -emit-symbol-graph \
-  -Xswiftc -emit-symbol-graph-dir -Xswiftc "$symbols" \
-  -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
+for target in SingleWriterPersistence SingleWriterCompanions; do
+  swift build --scratch-path "$scratch" --target "$target" \
+    -Xswiftc -emit-symbol-graph \
+    -Xswiftc -emit-symbol-graph-dir -Xswiftc "$symbols" \
+    -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
+done
 
 args=(--output-path "$scratch/SingleWriter.doccarchive")
 if [[ " $* " == *" --output-path "* ]]; then args=(); fi
+# Each module's archive is made from that module's symbol graphs only (the builds above
+# wrote every module's graphs into one folder).
+core_symbols="$scratch/SingleWriter-symbol-graphs"
+rm -rf "$core_symbols"
+mkdir -p "$core_symbols"
+cp "$symbols"/SingleWriter.symbols.json "$core_symbols"/
+cp "$symbols"/SingleWriter@*.symbols.json "$core_symbols"/ 2>/dev/null || true
 "$docc" convert Sources/SingleWriter/SingleWriter.docc \
-  --additional-symbol-graph-dir "$symbols" \
+  --additional-symbol-graph-dir "$core_symbols" \
   --fallback-display-name SingleWriter \
   --fallback-bundle-identifier SingleWriter \
   --warnings-as-errors \
   "${args[@]}" "$@"
 
-# SingleWriterPersistence: its own archive, from its own symbol graph only (the build
-# above wrote both modules' graphs into one folder).
-persistence_symbols="$scratch/persistence-symbol-graphs"
-rm -rf "$persistence_symbols"
-mkdir -p "$persistence_symbols"
-cp "$symbols"/SingleWriterPersistence*.symbols.json "$persistence_symbols"/
-"$docc" convert Sources/SingleWriterPersistence/SingleWriterPersistence.docc \
-  --additional-symbol-graph-dir "$persistence_symbols" \
-  --fallback-display-name SingleWriterPersistence \
-  --fallback-bundle-identifier SingleWriterPersistence \
-  --warnings-as-errors \
-  --output-path "$scratch/SingleWriterPersistence.doccarchive"
+# SingleWriterPersistence and SingleWriterCompanions: an archive each.
+for module in SingleWriterPersistence SingleWriterCompanions; do
+  module_symbols="$scratch/$module-symbol-graphs"
+  rm -rf "$module_symbols"
+  mkdir -p "$module_symbols"
+  cp "$symbols/$module".symbols.json "$module_symbols"/
+  cp "$symbols/$module"@*.symbols.json "$module_symbols"/ 2>/dev/null || true
+  "$docc" convert "Sources/$module/$module.docc" \
+    --additional-symbol-graph-dir "$module_symbols" \
+    --fallback-display-name "$module" \
+    --fallback-bundle-identifier "$module" \
+    --warnings-as-errors \
+    --output-path "$scratch/$module.doccarchive"
+done

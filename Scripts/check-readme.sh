@@ -44,6 +44,7 @@ for index, snippet in enumerate(snippets, 1):
         folder.mkdir(parents=True)
         (folder / file).write_text(snippet)
 dependency = ('[.product(name: "SingleWriter", package: "SingleWriter"), '
+              '.product(name: "SingleWriterCompanions", package: "SingleWriter"), '
               '.product(name: "SingleWriterPersistence", package: "SingleWriter")]')
 targets = ",\n".join(
     f'    .target(name: "Snippet{i}", dependencies: {dependency}, path: "Snippet{i}"),\n'

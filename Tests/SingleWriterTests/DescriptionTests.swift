@@ -11,8 +11,6 @@ import Testing
     var name: String
   }
 
-  final class Model {}
-
   // MARK: SingleWriter
 
   @Test func singleWriterShowsTheValueWhenFree() {
@@ -154,22 +152,5 @@ import Testing
     stop.withLock { $0 = true }
     for writer in writers { await writer.value }
     #expect(described == 2_000)
-  }
-
-  // MARK: Companions
-
-  @Test func barrierStoreNamesItsTypesAndBacking() {
-    #expect(BarrierStore<String, Int>().description == "BarrierStore<String, Int>(readWriteLock)")
-    let queued = BarrierStore<Int, Int>(backing: .barrierQueue)
-    #expect("\(queued)" == "BarrierStore<Int, Int>(barrierQueue)")
-    let address = "\(Unmanaged.passUnretained(queued).toOpaque())"
-    #expect(queued.debugDescription == "BarrierStore<Int, Int> \(address) (barrierQueue)")
-  }
-
-  @Test func confinedNamesItsTypeAndQueue() {
-    let model = Confined(Model())
-    #expect(model.description == #"Confined<Model>(queue: "singlewriter.confined.Model")"#)
-    let onMain = Confined(Model(), queue: .main)
-    #expect(onMain.description == #"Confined<Model>(queue: "com.apple.main-thread")"#)
   }
 }

@@ -8,6 +8,7 @@ import BenchmarkSupport
 import Dispatch
 import Foundation
 import SingleWriter
+import SingleWriterCompanions
 import Synchronization
 
 /// The object a `Confined` guards.

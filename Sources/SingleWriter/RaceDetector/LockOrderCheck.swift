@@ -30,8 +30,11 @@ import SingleWriterAtomics
   /// A call that never waits (`took`: `tryWrite`, `writeNext` run in place, `writer`)
   /// creates none to its lock, but holds it, so what is taken inside does get an edge from
   /// it. A reentrant `with` is no new order.
-  @usableFromInline
-  enum LockOrderCheck {
+  ///
+  /// `package`, with the hooks the companions call, because ReentrantMutex and BarrierStore
+  /// live in SingleWriterCompanions; `@usableFromInline` because their inlinable hot paths
+  /// call them.
+  @usableFromInline package enum LockOrderCheck {
     /// The calling thread's stack, made on first use.
     static var stack: UnsafeMutablePointer<LockStack> {
       if let raw = sw_lock_order_stack() { return raw.assumingMemoryBound(to: LockStack.self) }
@@ -44,8 +47,7 @@ import SingleWriterAtomics
 
     /// `lock` is about to be taken by a call that waits for it, and is held from then on
     /// until `released`.
-    @usableFromInline
-    static func willTake(
+    @usableFromInline package static func willTake(
       _ lock: ObjectIdentifier, _ file: StaticString, _ function: StaticString, _ line: UInt
     ) {
       guard lockOrderWords.isOn else { return }
@@ -93,16 +95,14 @@ import SingleWriterAtomics
 
     /// A hold from `willTake` or `took` ends. Runs whether or not checking is on, so that
     /// turning it off never strands an entry.
-    @usableFromInline
-    static func released(_ lock: ObjectIdentifier) {
+    @usableFromInline package static func released(_ lock: ObjectIdentifier) {
       guard let raw = sw_lock_order_stack() else { return }
       raw.assumingMemoryBound(to: LockStack.self).pointee.pop(UInt(bitPattern: lock))
     }
 
     /// A `ReentrantMutex` this thread holds is taken again: no new order, unless a write
     /// this thread serves for others takes it.
-    @usableFromInline
-    static func reentered(
+    @usableFromInline package static func reentered(
       _ lock: ObjectIdentifier, _ file: StaticString, _ function: StaticString, _ line: UInt
     ) {
       guard let raw = sw_lock_order_stack() else { return }
@@ -165,8 +165,7 @@ import SingleWriterAtomics
 
     /// `lock` is being freed: its edges go, so that a lock made later at its address
     /// starts with none.
-    @usableFromInline
-    static func forget(_ lock: ObjectIdentifier) {
+    @usableFromInline package static func forget(_ lock: ObjectIdentifier) {
       let id = UInt(bitPattern: lock)
       guard lockOrderWords.mayHaveEdges(id) else { return }
       LockGraph.shared.forget(id)

@@ -29,16 +29,16 @@
 /// ## Lock order
 ///
 /// Debug builds also check the order in which threads take the package's own locks: a
-/// ``ReentrantMutex``, a ``ThreadSafeSingleWriter``'s closure write (`withWriter`,
-/// `tryWrite`, `await write` and a `writeNext` body run in place) or a checkout held through
-/// its proxy, and a ``BarrierStore`` write. The first time two of them are taken in both
+/// ``ThreadSafeSingleWriter``'s closure write (`withWriter`, `tryWrite`, `await write` and
+/// a `writeNext` body run in place) or a checkout held through its proxy, and, from the
+/// SingleWriterCompanions module, a `ReentrantMutex` and a `BarrierStore` write. The first time two of them are taken in both
 /// orders, each while the other was held, ``onRace`` gets a report
 /// (``RaceReport/Kind/lockOrderInversion``) that names both locks and where each order took
 /// them, even if the two orders ran on different threads at different times and nothing
 /// deadlocked yet:
 ///
 /// ```swift
-/// let accounts = ReentrantMutex()
+/// let accounts = ReentrantMutex()  // from SingleWriterCompanions
 /// let ledger = ThreadSafeSingleWriter(value: [String]())
 ///
 /// accounts.with { ledger.withWriter { $0.append("transfer") } }  // accounts, then ledger

@@ -1,3 +1,4 @@
+import SingleWriter
 import SingleWriterAtomics
 
 /// A lock that the thread holding it can take again without deadlocking.
@@ -77,8 +78,8 @@ public final class ReentrantMutex: @unchecked Sendable {
   /// ```
   ///
   /// In debug builds the outermost `with` takes part in lock-order checking (see
-  /// ``RaceDetector/checksLockOrder``); the defaulted `fileID`, `function` and `line` name
-  /// the caller in its reports. A nested `with` is no new order.
+  /// `RaceDetector.checksLockOrder` in SingleWriter); the defaulted `fileID`, `function`
+  /// and `line` name the caller in its reports. A nested `with` is no new order.
   @inlinable
   public func with<R: ~Copyable, E: Error>(
     fileID: StaticString = #fileID, function: StaticString = #function, line: UInt = #line,

@@ -1,7 +1,6 @@
 import Foundation
+import SingleWriterCompanions
 import Testing
-
-@testable import SingleWriter
 
 // BarrierStore: "Operations called from one thread take effect in the order they were
 // called, whatever their form: a read sees every write the same thread started before it,

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SingleWriter
+import SingleWriterCompanions
 import Testing
 
 /// Shared state that is deliberately not thread-safe: only the mutex protects it, so a

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SingleWriter
+import SingleWriterCompanions
 import Testing
 
 /// A key that runs a hook in `hash(into:)`, which the store calls while it holds shared

@@ -1,4 +1,5 @@
 import Dispatch
+import SingleWriter
 
 /// A dictionary that many threads can read at once and write one at a time.
 ///

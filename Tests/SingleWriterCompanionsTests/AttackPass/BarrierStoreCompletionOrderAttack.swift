@@ -1,7 +1,6 @@
 import Foundation
+import SingleWriterCompanions
 import Testing
-
-@testable import SingleWriter
 
 // BarrierStore's documented completion order: `init(backing:completionQueue:)` says of
 // `completionQueue`, "pass a serial queue to get them one at a time, in the order the

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SingleWriter
+import SingleWriterCompanions
 import Testing
 
 /// A continuation that is resumed once, by whichever comes first.
