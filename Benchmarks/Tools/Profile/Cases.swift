@@ -132,6 +132,16 @@ let cases: [String: @Sendable (Int) -> Void] = [
     sink(box.read)
     withExtendedLifetime(stream) {}
   },
+  "transaction": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    for _ in 0..<n { _ = box.transaction { $0.a += 1 } }
+    sink(box.read)
+  },
+  "tsTransaction": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { box.transaction { $0.a += 1 } }
+    sink(box.read)
+  },
   "tsRead": { n in
     let box = opaque(ThreadSafeSingleWriter(value: Counter()))
     for _ in 0..<n { sink(box.read) }
