@@ -105,6 +105,17 @@ let cases: [String: @Sendable (Int) -> Void] = [
     done.wait()
     sink(box.read)
   },
+  // `await write` from one task, free each time.
+  "tsAwaitWrite": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let done = DispatchSemaphore(value: 0)
+    Task {
+      for _ in 0..<n { await box.write { $0.a += 1 } }
+      done.signal()
+    }
+    done.wait()
+    sink(box.read)
+  },
   "mutexAppend": { n in
     let mutex = Mutex([Int]())
     for i in 0..<n { mutex.withLock { $0.append(i) } }
