@@ -104,6 +104,7 @@ total() {
   sed -n 's/^\(summary\|totals\): *\([0-9]*\).*/\2/p' "$work/cg.$1" | head -1
 }
 
+percent="$(awk -v t="$tolerance" 'BEGIN { printf "%g", t * 100 }')"
 none="$(total none)"
 failed=0
 printf '| Path | instructions/op | budget | × budget |\n| --- | ---: | ---: | ---: |\n'
@@ -141,7 +142,7 @@ if ((update)); then
   exit 0
 fi
 if ((failed)); then
-  echo "${0##*/}: a path exceeds its instruction budget by more than ${tolerance}x it, or has none" >&2
+  echo "${0##*/}: a path exceeds its instruction budget by more than $percent%, or has none" >&2
   exit 1
 fi
-echo "${0##*/}: every path within its budget (tolerance ${tolerance}x it)"
+echo "${0##*/}: every path within its budget (+$percent%)"
