@@ -27,7 +27,7 @@ for argument in "$@"; do
     --update) update=1 ;;
     --skip-build) build=0 ;;
     -h | --help)
-      sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     -*)
