@@ -92,6 +92,30 @@ let cases: [String: @Sendable (Int) -> Void] = [
     for _ in 0..<n { proxy.write.a += 1 }
     sink(box.read)
   },
+  // The same inside a task, as package-benchmark runs its suites (in its async main): the
+  // access records the task that makes it.
+  "tsHeldWriteInTask": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let done = DispatchSemaphore(value: 0)
+    Task {
+      let proxy = box.writer!
+      for _ in 0..<n { proxy.write.a += 1 }
+      done.signal()
+    }
+    done.wait()
+    sink(box.read)
+  },
+  // `await write` from one task, free each time.
+  "tsAwaitWrite": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let done = DispatchSemaphore(value: 0)
+    Task {
+      for _ in 0..<n { await box.write { $0.a += 1 } }
+      done.signal()
+    }
+    done.wait()
+    sink(box.read)
+  },
   "mutexAppend": { n in
     let mutex = Mutex([Int]())
     for i in 0..<n { mutex.withLock { $0.append(i) } }
@@ -131,6 +155,16 @@ let cases: [String: @Sendable (Int) -> Void] = [
     for _ in 0..<n { box.withWriter { $0.a += 1 } }
     sink(box.read)
     withExtendedLifetime(stream) {}
+  },
+  "transaction": { n in
+    let box = opaque(SingleWriter(value: Counter()))
+    for _ in 0..<n { _ = box.transaction { $0.a += 1 } }
+    sink(box.read)
+  },
+  "tsTransaction": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    for _ in 0..<n { box.transaction { $0.a += 1 } }
+    sink(box.read)
   },
   "tsRead": { n in
     let box = opaque(ThreadSafeSingleWriter(value: Counter()))
