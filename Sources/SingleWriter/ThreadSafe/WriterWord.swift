@@ -178,7 +178,8 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   /// during the checkout. Readers keep their slots (a closure write has none).
   @inlinable @inline(__always) func endObserved(closureWrite: Bool) -> (WriterWord, Bool)? {
     let held = closureWrite ? WriterWord.writer | WriterWord.writing : WriterWord.writer
-    let readers = ~(WriterWord.reader &- 1)
+    // A closure write has no readers (`writing` excludes them): its end tests fewer bits.
+    let readers = closureWrite ? 0 : ~(WriterWord.reader &- 1)
     let rest = raw & ~(WriterWord.observed | WriterWord.dirty | readers)
     guard rest == held else { return nil }
     let row: TransitionRow =
