@@ -133,12 +133,17 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// save. But a proxy held at the call that has written while writes before it were not
   /// saved yet holds the flush up until it is released: the saver takes whole values only,
   /// and those writes are now under the proxy's half-done ones. So never await `saved()`
-  /// in a task that holds a proxy of this container. Returns at once if nothing changed since the last save. If the newest value's
-  /// save failed, it is tried again first, so that a flush after a passing failure
+  /// in a task that holds a proxy of this container: if it waits behind one that task
+  /// took, it warns on standard error after a second, as `drained()` does (the task may
+  /// have sent the proxy to another task, which will release it; if not, it is a
+  /// deadlock). Returns at once if nothing changed since the last save. If the newest
+  /// value's save failed, it is tried again first, so that a flush after a passing failure
   /// succeeds. It suspends, never blocks a thread, and does not end early when its task
   /// is cancelled: a flush before quitting should finish.
   public func saved() async throws {
     await state.drained()
+    let warning = state.warnIfStillWaitingBehindThisTask(in: "`saved()`")
+    defer { warning?.cancel() }
     try await saver.flush(through: state.publishedVersion)
   }
 

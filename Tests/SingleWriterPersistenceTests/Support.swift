@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SingleWriter
+import SingleWriterAtomics
 import SingleWriterPersistence
 import Testing
 
@@ -102,4 +103,48 @@ final class RecordingEncoder<Value: Encodable & Sendable>: @unchecked Sendable {
       return try JSONEncoder().encode(value)
     }
   }
+}
+
+// MARK: - Child processes
+
+// A wait that could hang runs in an exit test, with a watchdog that exits with status 3
+// and prints "WATCHDOG", so that a hang is reported as such instead of hanging the runner.
+
+/// How long a child that printed nothing may run before its watchdog calls it hung: far
+/// past anything a loaded machine does to a test that passes.
+let hangBound: Double = 120
+
+/// Exits the process with status 3 once the library has printed a message and `seconds`
+/// have passed, or after `hangBound` if it has printed none: a hang shows as exit code 3,
+/// and load cannot cut short a child that is merely slow.
+func childWatchdog(_ seconds: Double, _ label: String) {
+  let start = DispatchTime.now().uptimeNanoseconds
+  Thread.detachNewThread {
+    Thread.sleep(forTimeInterval: seconds)
+    let end = start + UInt64(max(seconds, hangBound) * 1e9)
+    while sw_printed_error_count() == 0, DispatchTime.now().uptimeNanoseconds < end {
+      usleep(10_000)
+    }
+    FileHandle.standardError.write(Data("WATCHDOG: \(label) hung\n".utf8))
+    _exit(3)
+  }
+}
+
+/// Releases `held` on another thread once the library has printed a message (the warning
+/// a test waits for), or after `hangBound`: a warning that load delayed past a fixed
+/// release time would never be printed, since the wait it is about would have ended.
+func releaseAfterAWarning<Value: Sendable>(_ held: Locked<ThreadSafeWriterProxy<Value>?>) {
+  let printed = sw_printed_error_count()
+  let end = DispatchTime.now().uptimeNanoseconds + UInt64(hangBound * 1e9)
+  Thread.detachNewThread {
+    while sw_printed_error_count() == printed, DispatchTime.now().uptimeNanoseconds < end {
+      usleep(10_000)
+    }
+    held.withLock { $0 = nil }
+  }
+}
+
+/// The text a child wrote to standard error.
+func standardError(_ result: ExitTest.Result?) -> String {
+  result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
 }

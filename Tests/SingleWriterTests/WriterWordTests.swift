@@ -152,11 +152,23 @@ import Testing
       }),
     Event(
       name: "endObservedClosureWrite", allowed: { $0.writer && $0.writing },
-      word: { w in w.endObservedClosureWrite().map { ($0.0, "publish: \($0.1)") } },
+      word: { w in w.endObserved(closureWrite: true).map { ($0.0, "publish: \($0.1)") } },
       model: { m in
         guard !m.queued, !m.waiters, !m.parked, m.readers == 0 else { return nil }
         var n = Model()
         n.observed = m.observed
+        return (n, "publish: \(m.dirty)")
+      }),
+    Event(
+      name: "endObservedCheckout", allowed: { $0.writer && !$0.writing },
+      word: { w in w.endObserved(closureWrite: false).map { ($0.0, "publish: \($0.1)") } },
+      model: { m in
+        // A proxy's or a `writeNext` body's end, its accesses over: nothing set but the
+        // checkout and, maybe, observation; readers may be reading.
+        guard !m.queued, !m.waiters, !m.parked else { return nil }
+        var n = Model()
+        n.observed = m.observed
+        n.readers = m.readers
         return (n, "publish: \(m.dirty)")
       }),
     Event(
@@ -296,9 +308,21 @@ import Testing
   @Test func anObservedWriteEndingAfterTheLastSubscriberLeftStaysUnobserved() {
     // The write began observed; the subscriber left meanwhile, clearing both bits.
     let during = WriterWord(raw: WriterWord.writer | WriterWord.writing)
-    let ended = during.endObservedClosureWrite()
+    let ended = during.endObserved(closureWrite: true)
     #expect(ended?.0 == WriterWord(raw: 0))
     #expect(ended?.1 == false)
+  }
+
+  @Test func anObservedCheckoutEndsAtOnceOnlyWithNothingElseToDo() {
+    for state in Self.reachable().states where state.writer && !state.writing {
+      let ended = WriterWord(state).endObserved(closureWrite: false)
+      let alone = !state.queued && !state.parked && !state.waiters
+      #expect((ended != nil) == alone, "\(state)")
+      if let (word, publish) = ended {
+        #expect(!word.isCheckedOut && !word.isDirty, "\(state)")
+        #expect(word.isObserved == state.observed && publish == state.dirty, "\(state)")
+      }
+    }
   }
 }
 

@@ -2,7 +2,7 @@
 // and the same value kept in SQLite through GRDB, as a user would.
 //
 //   swift run -c release --package-path Benchmarks Persistence [--rounds 5] [--writes 1000000]
-//     [--samples 500] [--folder DIR]
+//     [--samples 500] [--folder DIR] [--json FILE]
 //
 // Rows (see Benchmarks/README.md, Persistence):
 // - A tight loop of small writes (`tryWrite`, then `writeNext`) on a
@@ -14,6 +14,8 @@
 // - GRDB 7, a DatabaseQueue file with one row updated per write (its default journal and
 //   `synchronous`, so each write is durable when it returns): writes per second, and the
 //   time of one write, which is its time to durable. p50 and p99.
+// With --json, the same figures (ratios included) go to FILE too, for the docs to quote
+// (Scripts/check-figures.sh reads Benchmarks/Results/*.json).
 
 import BenchmarkSupport
 import Dispatch
@@ -34,6 +36,7 @@ struct Options: Sendable {
   var samples = 500
   var folder = FileManager.default.temporaryDirectory
     .appendingPathComponent("SingleWriterPersistenceBenchmark-\(getpid())")
+  var json: String?
 }
 
 let options: Options = {
@@ -46,6 +49,7 @@ let options: Options = {
     case "--writes": options.writes = Int(value)!
     case "--samples": options.samples = Int(value)!
     case "--folder": options.folder = URL(fileURLWithPath: value)
+    case "--json": options.json = value
     default: fatalError("unknown argument \(argument)")
     }
   }
@@ -113,6 +117,14 @@ func loop(_ box: ThreadSafeSingleWriter<Settings>, _ kind: Kind) -> Double {
   return Double(now() - start) / Double(options.writes)
 }
 
+/// What `--json` writes.
+var report: [String: Any] = [
+  "rounds": options.rounds, "writes": options.writes, "samples": options.samples,
+  "date": ISO8601DateFormatter().string(from: Date()),
+  "loadavgBefore": shell("cat /proc/loadavg"),
+]
+var loopRows: [[String: Any]] = []
+
 print("# Persistence")
 print()
 print("`uptime` before: \(shell("uptime"))")
@@ -167,6 +179,13 @@ for kind in Kind.allCases {
   }
   let ratio = plain.median()! / persisted.median()!
   persistedWritesPerSecond.append((kind, 1e9 / persisted.median()!))
+  loopRows.append([
+    "loop": kind.rawValue, "unpersistedNs": plain.median()!, "observedNs": observed.median()!,
+    "persistedNs": persisted.median()!, "persistedOverUnpersisted": ratio,
+    "observedOverUnpersisted": plain.median()! / observed.median()!,
+    "savesPerSecond": savesPerSecond.median()!, "writesPerSave": writesPerSave.median()!,
+    "goalPass": ratio >= 0.9,
+  ])
   print(
     "| `\(kind.rawValue)` | \(Format.duration(plain.median()!))/write "
       + "| \(Format.duration(observed.median()!))/write "
@@ -223,8 +242,12 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
 
 print("| Time from a write to durable | p50 | p99 | samples | process CPU per sample |")
 print("| --- | --- | --- | --- | --- |")
+var durableRows: [[String: Any]] = []
 for storm in [false, true] {
   let (samples, cpu) = try await writeToSave(storm: storm)
+  durableRows.append([
+    "storm": storm, "p50Ns": percentile(samples, 0.5), "p99Ns": percentile(samples, 0.99),
+  ])
   print(
     "| PersistedState, write then `saved()`\(storm ? ", beside a thread writing flat out" : ", quiet") "
       + "| \(Format.duration(percentile(samples, 0.5))) | \(Format.duration(percentile(samples, 0.99))) "
@@ -272,6 +295,22 @@ print(
     + "| \(Format.grouped(Double(options.samples) / grdbSeconds)) |")
 print()
 print("`uptime` after: \(shell("uptime"))")
+
+if let path = options.json {
+  report["loops"] = loopRows
+  report["writeToDurable"] = durableRows
+  report["grdb"] = [
+    "p50Ns": percentile(grdb, 0.5), "p99Ns": percentile(grdb, 0.99),
+    "writesPerSecond": Double(options.samples) / grdbSeconds,
+  ]
+  report["loadavgAfter"] = shell("cat /proc/loadavg")
+  let data = try JSONSerialization.data(
+    withJSONObject: report, options: [.prettyPrinted, .sortedKeys])
+  guard FileManager.default.createFile(atPath: path, contents: data) else {
+    FileHandle.standardError.write(Data("Persistence: cannot write \(path)\n".utf8))
+    exit(2)
+  }
+}
 
 func shell(_ command: String) -> String {
   let process = Process()

@@ -166,6 +166,22 @@ let cases: [String: @Sendable (Int) -> Void] = [
     for _ in 0..<n { box.transaction { $0.a += 1 } }
     sink(box.read)
   },
+  // writeNext and a proxy's checkout on an observed container: their ends, like the
+  // closure write's above, publish to one idle stream.
+  "tsWriteNextObserved": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let stream = box.changes()
+    for _ in 0..<n { box.writeNext { $0.write.a += 1 } }
+    sink(box.read)
+    withExtendedLifetime(stream) {}
+  },
+  "tsCheckoutObserved": { n in
+    let box = opaque(ThreadSafeSingleWriter(value: Counter()))
+    let stream = box.changes()
+    for _ in 0..<n { box.writer!.write.a += 1 }
+    sink(box.read)
+    withExtendedLifetime(stream) {}
+  },
   "tsRead": { n in
     let box = opaque(ThreadSafeSingleWriter(value: Counter()))
     for _ in 0..<n { sink(box.read) }

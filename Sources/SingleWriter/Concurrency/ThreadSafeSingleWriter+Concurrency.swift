@@ -239,6 +239,28 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
 }
 
 extension ThreadSafeSingleWriter where Value: Sendable {
+  /// For a wait in a module of this package that a proxy this task took can hold up
+  /// (SingleWriterPersistence's `saved()`, behind a proxy written over unsaved writes): as
+  /// for `drained()`, a timer that warns on standard error after a second, naming `call`,
+  /// unless it is cancelled first (the wait ended) or the proxy has been released. `nil`
+  /// if no proxy this task took holds the checkout: a thread's holds no await up.
+  package func warnIfStillWaitingBehindThisTask(in call: StaticString) -> Task<Void, Never>? {
+    let holder = lock.holder
+    guard holder & 1 != 0, WriterLock.isCaller(holder) else { return nil }
+    return Task { [weak self] in
+      try? await Task.sleep(nanoseconds: HandOffPolicy.deadlockWarning)
+      // `self` held across the loads: the container frees the lock's memory.
+      guard !Task.isCancelled, let self, self.lock.holder == holder else { return }
+      sw_print_error(
+        """
+        SingleWriter: \(call) has waited 1 s for a checkout that this same task took, with \
+        `checkout()` or `writer` (or a `writeNext` closure that kept its proxy), and wrote \
+        through. If this task still holds that proxy, this is a deadlock: release it \
+        before waiting.
+        """)
+    }
+  }
+
   /// Waits its turn for the writer by suspending, then returns the proxy. The checkout
   /// lasts until ARC releases it, as with ``writer``.
   ///

@@ -160,19 +160,31 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   }
 
   /// Ends a closure write that `tryEndClosureWrite` could not end on its own.
-  ///
-  /// When the only reason was observers, one compare-and-exchange ends the write and the
-  /// checkout and clears `dirty`, and the hub is told afterwards: its versions are
-  /// counters and consumers read the newest value, so publishing after the release
-  /// loses nothing, and an observer that writes back finds the writer free.
   @inlinable
   func finishClosureWrite() {
-    if let (_, dirty) = lock.update({ $0.endObservedClosureWrite() }) {
-      if dirty { hub.publish() }
-      return
-    }
+    if tryEndObserved(closureWrite: true) { return }
     lock.releaseWriting()
     finishCheckoutNow()
+  }
+
+  /// Ends a checkout that could not end on its own, a closure write's (`closureWrite`) or
+  /// one whose accesses are over (a proxy's, a `writeNext` body's), when observers are
+  /// the only reason: one compare-and-exchange ends it and clears `dirty`, and the hub is
+  /// told afterwards. Its versions are counters and consumers read the newest value, so
+  /// publishing after the release loses nothing, and an observer that writes back finds
+  /// the writer free. `false`: the slow end is needed (queued writes, a parked
+  /// `withWriter`, sleepers to wake), or a consumer wants a snapshot, which only the
+  /// holder can take.
+  @inlinable @inline(__always)
+  func tryEndObserved(closureWrite: Bool) -> Bool {
+    guard !hub.wantsSnapshot,
+      let (_, dirty) = lock.update({ $0.endObserved(closureWrite: closureWrite) })
+    else { return false }
+    // Only the holder takes the gate, and a closure write opened it before it got here;
+    // serving, which takes it too, has `queued` set, which this end refuses.
+    assert(sw_uptr_load(lock.gateThread) == 0, "the gate outlived its checkout")
+    if dirty { hub.publish() }
+    return true
   }
 
   /// Ends a `writeNext` body's checkout whose proxy came back.
@@ -185,15 +197,21 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// the writer, waking a parked `withWriter`. A checkout that ends inside this thread's
   /// own queue run, for example in the `deinit` of a proxy kept by a queued write, is
   /// handed back to that run.
+  ///
+  /// With observers the only reason it could not end on its own, it ends in one step, as
+  /// a closure write does (`tryEndObserved`): nothing waits to be served, and a checkout
+  /// that ends inside this thread's own run finds `queued` set, which that end refuses.
   @inlinable
   func finishCheckoutNow() {
     sw_uptr_store(lock.checkoutThread, 0)
     // Ended by its holder: a closure write's or in-place body's thread (no proxy holder
     // recorded), or whoever took the proxy, on whatever thread it ends it now. A proxy's
-    // release elsewhere owes nothing.
+    // release elsewhere owes nothing. Cleared before the checkout can end below: the next
+    // holder records its own.
     let holder = lock.holder
-    let byHolder = holder == 0 || WriterLock.isCaller(holder)
     sw_uptr_store(lock.checkoutHolder, 0)
+    if tryEndObserved(closureWrite: false) { return }
+    let byHolder = holder == 0 || WriterLock.isCaller(holder)
     let me = sw_current_thread()
     switch lock.withHandOffLock({ handOff.pointee.checkoutEnded(on: me, byHolder: byHolder) }) {
     case .handedBack:

@@ -39,6 +39,9 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case wordEndCheckout
   case wordEndClosureWrite
   case wordEndObservedClosureWrite
+  /// A checkout whose accesses are over (a proxy's, a `writeNext` body's) ends at once with
+  /// observation the only thing set besides `writer`.
+  case wordEndObservedCheckout
   case wordEnqueue
   /// `enqueue` found the writer free and took it to serve.
   case wordEnqueueTakesTheWriter

@@ -167,18 +167,24 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     if raw == WriterWord.writer | WriterWord.writing {
       return (WriterWord(raw: 0).proposing(.wordEndClosureWrite), false)
     }
-    return endObservedClosureWrite()
+    return endObserved(closureWrite: true)
   }
 
-  /// Ends an observed closure write at once when observation is the only reason it could
-  /// not: clears `dirty` too. `true`: it was dirty, publish. `observed` is kept as it is
-  /// now, not as it was: the last subscriber may have left during the write.
-  @inlinable func endObservedClosureWrite() -> (WriterWord, Bool)? {
-    let rest = raw & ~(WriterWord.observed | WriterWord.dirty)
-    guard rest == WriterWord.writer | WriterWord.writing else { return nil }
-    return (
-      WriterWord(raw: raw & WriterWord.observed).proposing(.wordEndObservedClosureWrite), isDirty
-    )
+  /// Ends an observed checkout at once when observation is the only reason it could not:
+  /// a closure write's (`closureWrite`: exactly `writer writing` besides) or one whose
+  /// accesses are over (exactly `writer`, and any readers), whether a proxy or a
+  /// `writeNext` body held it. Clears `dirty` too. `true`: it was dirty, publish.
+  /// `observed` is kept as it is now, not as it was: the last subscriber may have left
+  /// during the checkout. Readers keep their slots (a closure write has none).
+  @inlinable @inline(__always) func endObserved(closureWrite: Bool) -> (WriterWord, Bool)? {
+    let held = closureWrite ? WriterWord.writer | WriterWord.writing : WriterWord.writer
+    // A closure write has no readers (`writing` excludes them): its end tests fewer bits.
+    let readers = closureWrite ? 0 : ~(WriterWord.reader &- 1)
+    let rest = raw & ~(WriterWord.observed | WriterWord.dirty | readers)
+    guard rest == held else { return nil }
+    let row: TransitionRow =
+      closureWrite ? .wordEndObservedClosureWrite : .wordEndObservedCheckout
+    return (WriterWord(raw: raw & (WriterWord.observed | readers)).proposing(row), isDirty)
   }
 
   /// A write joins the hand-off, under its lock, while `queued` is clear: sets it, and

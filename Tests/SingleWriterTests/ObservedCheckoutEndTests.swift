@@ -1,0 +1,33 @@
+import SingleWriterAtomics
+import Testing
+
+@testable import SingleWriter
+
+/// "A checkout end costs one atomic increment per container, however many streams are
+/// idle": an observed container's in-place `writeNext` bodies and proxies, with nothing
+/// queued, end in one step and publish once each, as its closure writes do, never through
+/// the serving path (the hand-off's lock, to serve an empty queue). Counted by the rows of
+/// "How the hand-off works", which debug builds count: in a child process, so that other
+/// tests' checkouts are not counted.
+@Suite struct ObservedCheckoutEndTests {
+  @Test func anObservedCheckoutWithNothingQueuedEndsWithoutServing() async {
+    await #expect(processExitsWith: .success) {
+      #if DEBUG
+        sw_rows_set_counting(Int32(SW_ROWS_ALL))
+      #endif
+      let box = ThreadSafeSingleWriter(value: 0)
+      let stream = box.changes()
+      let start = box.publishedVersion
+      for _ in 0..<100 { box.writeNext { $0.write += 1 } }
+      for _ in 0..<100 { box.writer!.write += 1 }
+      precondition(box.read == 200)
+      // Each checkout that wrote published once.
+      precondition(box.publishedVersion &- start == 200, "\(box.publishedVersion &- start)")
+      #if DEBUG
+        let served = sw_rows_count(TransitionRow.handOffCheckoutEndedServe.rawValue)
+        precondition(served == 0, "\(served) of 200 checkout ends went through serving")
+      #endif
+      withExtendedLifetime(stream) {}
+    }
+  }
+}
