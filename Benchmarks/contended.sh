@@ -9,6 +9,8 @@
 #   Benchmarks/contended.sh --quiet-only             # or --busy-only
 #   Benchmarks/contended.sh --json out.json          # the combined JSON
 #   CONTENDED_ARGS="--rounds 7" ASYNC_CONTENDED_ARGS="--rounds 7" Benchmarks/contended.sh
+#   Benchmarks/contended.sh --summarize out.json run1.json run2.json ...
+#       # several runs' combined JSON in one: each ratio's median over runs and its spread
 #
 # Environment: CONTENDED_ARGS (default "--threads 2,4") and ASYNC_CONTENDED_ARGS, options
 # for each run of the tools; BUSY_LOOPS (busy processes, default one per core); RESULTS_DIR
@@ -20,6 +22,43 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 conditions=(quiet busy)
 json=""
+if [[ ${1:-} == --summarize ]]; then
+  shift
+  [[ $# -ge 2 ]] || { echo "contended.sh: --summarize OUT RUN.json..." >&2; exit 2; }
+  exec python3 - "$@" <<'EOF'
+import json, statistics, sys
+out, paths = sys.argv[1], sys.argv[2:]
+runs = [json.load(open(path)) for path in paths]
+conditions, series = [], {}
+for index, run in enumerate(runs, 1):
+    for condition, tools in run.items():
+        for measure, tool in tools.items():
+            if tool is None:
+                continue
+            conditions.append({
+                "run": index, "condition": tool["condition"], "tool": tool["tool"],
+                "load_before": tool["load_before"], "load_after": tool["load_after"],
+                "valid": tool.get("valid_run", tool.get("exact")),
+                "sanity": tool.get("sanity")})
+            count = "threads" if measure == "threads" else "tasks"
+            for ratio in tool["ratios"]:
+                key = (condition, measure, ratio.get("shape", ""), ratio["kind"], ratio["over"],
+                       ratio[count])
+                series.setdefault(key, []).append(ratio)
+ratios = []
+for (condition, measure, shape, kind, over, n), found in sorted(series.items()):
+    values = [r["throughput_ratio"] for r in found if r["throughput_ratio"] is not None]
+    lows = [r["round_min"] for r in found if r["round_min"] is not None]
+    highs = [r["round_max"] for r in found if r["round_max"] is not None]
+    ratios.append({
+        "condition": condition, "by": measure, "shape": shape, "kind": kind, "over": over,
+        measure: n, "median_of_runs": round(statistics.median(values), 3) if values else None,
+        "runs": values, "run_min": min(values, default=None), "run_max": max(values, default=None),
+        "round_min": min(lows, default=None), "round_max": max(highs, default=None)})
+json.dump({"conditions": conditions, "ratios": ratios, "runs": runs}, open(out, "w"), indent=1,
+          sort_keys=True)
+EOF
+fi
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quiet-only) conditions=(quiet) ;;
