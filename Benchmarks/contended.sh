@@ -10,7 +10,8 @@
 #   Benchmarks/contended.sh --json out.json          # the combined JSON
 #   CONTENDED_ARGS="--rounds 7" ASYNC_CONTENDED_ARGS="--rounds 7" Benchmarks/contended.sh
 #   Benchmarks/contended.sh --summarize out.json run1.json run2.json ...
-#       # several runs' combined JSON in one: each ratio's median over runs and its spread
+#       # several runs' combined JSON in one: each ratio's median over runs and its spread,
+#       # and the runs themselves in raw/ beside it (out of the docs' figure check's reach)
 #
 # Environment: CONTENDED_ARGS (default "--threads 2,4") and ASYNC_CONTENDED_ARGS, options
 # for each run of the tools; BUSY_LOOPS (busy processes, default one per core); RESULTS_DIR
@@ -26,8 +27,8 @@ if [[ ${1:-} == --summarize ]]; then
   shift
   [[ $# -ge 2 ]] || { echo "contended.sh: --summarize OUT RUN.json..." >&2; exit 2; }
   exec python3 - "$@" <<'EOF'
-import json, statistics, sys
-out, paths = sys.argv[1], sys.argv[2:]
+import json, pathlib, statistics, sys
+out, paths = pathlib.Path(sys.argv[1]), sys.argv[2:]
 runs = [json.load(open(path)) for path in paths]
 conditions, series = [], {}
 for index, run in enumerate(runs, 1):
@@ -55,8 +56,10 @@ for (condition, measure, shape, kind, over, n), found in sorted(series.items()):
         measure: n, "median_of_runs": round(statistics.median(values), 3) if values else None,
         "runs": values, "run_min": min(values, default=None), "run_max": max(values, default=None),
         "round_min": min(lows, default=None), "round_max": max(highs, default=None)})
-json.dump({"conditions": conditions, "ratios": ratios, "runs": runs}, open(out, "w"), indent=1,
-          sort_keys=True)
+json.dump({"conditions": conditions, "ratios": ratios}, open(out, "w"), indent=1, sort_keys=True)
+raw = out.parent / "raw" / (out.stem + "-runs.json")
+raw.parent.mkdir(exist_ok=True)
+json.dump({"runs": runs}, open(raw, "w"), indent=1, sort_keys=True)
 EOF
 fi
 while [[ $# -gt 0 ]]; do
