@@ -26,6 +26,9 @@ struct Options {
   var minOverlap = 0.5
   var strict = false
   var calls = 1_000_000
+  /// Not 8 by default: `Mutex` with more threads than cores takes microseconds per call,
+  /// and a fixed count of them takes minutes.
+  var plainThreads = [2, 4]
   var json: String?
   var condition = "as it is"
 }
@@ -37,6 +40,7 @@ func parseOptions() -> Options {
     usage: """
       usage: Contended [--rounds 5] [--threads 2,4,8] [--sample-ms 100] [--min-overlap 0.5]
                        [--calls 1000000 (per thread, in the plain-loop shape)]
+                       [--plain-threads 2,4 (thread counts of the plain-loop shape)]
                        [--json PATH] [--condition LABEL (recorded in the JSON)]
                        [--strict (exit 1 unless the run is valid and every goal passes)]
       """)
@@ -48,13 +52,15 @@ func parseOptions() -> Options {
     case "--min-overlap": options.minOverlap = Double(arguments.value(of: argument)) ?? 2
     case "--strict": options.strict = true
     case "--calls": options.calls = Int(arguments.value(of: argument)) ?? 0
+    case "--plain-threads": options.plainThreads = arguments.list(of: argument) { Int($0) }
     case "--json": options.json = arguments.value(of: argument)
     case "--condition": options.condition = arguments.value(of: argument)
     default: arguments.fail("unknown argument \(argument)")
     }
   }
   guard options.rounds >= 1, !options.threads.isEmpty, options.threads.allSatisfy({ $0 >= 2 }),
-    options.sampleMs > 0, (0...1).contains(options.minOverlap), options.calls >= 1_000
+    options.sampleMs > 0, (0...1).contains(options.minOverlap), options.calls >= 1_000,
+    options.plainThreads.allSatisfy({ $0 >= 2 })
   else { arguments.fail("bad value") }
   return options
 }
@@ -102,7 +108,7 @@ let rows: [Row] =
   + options.threads.flatMap { n in
     [Kind.withWriter, .nslock].map { Row(kind: $0, threads: n, timed: true) }
   }
-  + options.threads.flatMap { n in
+  + options.threads.filter(options.plainThreads.contains).flatMap { n in
     Kind.plainKinds.map { Row(kind: $0, threads: n, timed: false, shape: .plain) }
   }
 
@@ -406,7 +412,10 @@ if let path = options.json {
       [(Shape.window, Kind.writeNext, reference), (.plain, .writeNext, reference)]
     } + [(.window, .withWriter, .nslock), (.window, .withWriter, .mutex)]
   let ratioObjects: [[String: Any]] = options.threads.flatMap { n in
-    pairs.map { shape, kind, reference in
+    pairs.compactMap { shape, kind, reference -> [String: Any]? in
+      guard results[Row(kind: kind, threads: n, timed: false, shape: shape)] != nil else {
+        return nil
+      }
       let rounds = roundSpeedups(kind, over: reference, threads: n, shape: shape)
       return [
         "shape": shape.rawValue, "kind": kind.rawValue, "over": reference.rawValue,
