@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared by compare.sh and scaling.sh, which source it after setting $here (this
-# directory), $results (where logs go) and optionally SCRATCH_PATH.
+# Shared by compare.sh, scaling.sh and contended.sh, which source it after setting $here
+# (this directory), $results (where logs go) and optionally SCRATCH_PATH and BUSY_LOOPS.
 
 # --scratch-path, when SCRATCH_PATH asks for a build directory other than Benchmarks/.build.
 scratch=()
@@ -18,4 +18,40 @@ build_tool() {
   fi
   # shellcheck disable=SC2034  # read by the script that sources this
   bin="$("${build[@]}" --show-bin-path)"
+}
+
+# The busy condition: one busy-looping process per core (BUSY_LOOPS to change it), started
+# by start_busy and stopped by stop_busy, which a script also calls from its exit trap.
+busy=()
+loops="${BUSY_LOOPS:-$(nproc)}"
+busy_since=$SECONDS
+start_busy() {
+  busy_since=$SECONDS
+  # Each loop is a shell builtin loop, no child; `timeout` ends it even if the script is
+  # killed with SIGKILL and cannot run its trap.
+  for _ in $(seq 1 "$loops"); do
+    timeout 1800 sh -c 'while :; do :; done' &
+    busy+=($!)
+  done
+  sleep 1
+}
+# CPU time, in clock ticks, of the loop that `timeout` (pid $1) runs; 0 where there is no
+# /proc (not Linux).
+loop_ticks() {
+  local child
+  child=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
+  if [[ -z $child ]]; then echo 0; return; fi
+  awk '{ print $14 + $15 }' "/proc/${child%% *}/stat" 2>/dev/null || echo 0
+}
+# Stops the busy loops and says how much CPU they got: each should get about a core while
+# the benchmark's threads sleep, and share one with them while they run.
+stop_busy() {
+  [[ ${#busy[@]} -gt 0 ]] || return 0
+  local pid ticks=0
+  for pid in "${busy[@]}"; do ticks=$((ticks + $(loop_ticks "$pid"))); done
+  for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${busy[@]}"; do wait "$pid" 2>/dev/null || true; done
+  busy=()
+  awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v s="$((SECONDS - busy_since))" -v n="$loops" \
+    'BEGIN { printf "Busy loops stopped after %d s; the %d of them used %.1f s of CPU.\n", s, n, t / hz }'
 }

@@ -30,7 +30,6 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-loops="${BUSY_LOOPS:-$(nproc)}"
 
 if [[ -n "${RESULTS_DIR:-}" ]]; then
   results="$RESULTS_DIR"
@@ -39,28 +38,9 @@ else
   results="$(mktemp -d)"
 fi
 
-busy=()
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 tool=""
-# CPU time, in clock ticks, of the loop that `timeout` (pid $1) runs; 0 where there is no
-# /proc (not Linux).
-loop_ticks() {
-  local child
-  child=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
-  if [[ -z $child ]]; then echo 0; return; fi
-  awk '{ print $14 + $15 }' "/proc/${child%% *}/stat" 2>/dev/null || echo 0
-}
-# Stops the busy loops and says how much CPU they got: each should get about a core while
-# the benchmark's threads sleep, and share one with them while they run.
-stop_busy() {
-  [[ ${#busy[@]} -gt 0 ]] || return 0
-  local pid ticks=0
-  for pid in "${busy[@]}"; do ticks=$((ticks + $(loop_ticks "$pid"))); done
-  for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${busy[@]}"; do wait "$pid" 2>/dev/null || true; done
-  busy=()
-  awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v s="$((SECONDS - busy_since))" -v n="$loops" \
-    'BEGIN { printf "Busy loops stopped after %d s; the %d of them used %.1f s of CPU.\n", s, n, t / hz }'
-}
 # shellcheck disable=SC2317  # run by the trap below
 cleanup() {
   if [[ -n $tool ]]; then kill "$tool" 2>/dev/null || true; wait "$tool" 2>/dev/null || true; fi
@@ -71,8 +51,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# shellcheck source=lib.sh
-source "$here/lib.sh"
 build_tool Scaling
 scaling="$bin/Scaling"
 
@@ -82,14 +60,7 @@ for condition in "${conditions[@]}"; do
   label="$condition"
   if [[ $condition == busy ]]; then
     label="busy ($loops busy loops)"
-    busy_since=$SECONDS
-    # Each loop is a shell builtin loop, no child; `timeout` ends it even if this script
-    # is killed with SIGKILL and cannot run its trap.
-    for _ in $(seq 1 "$loops"); do
-      timeout 1800 sh -c 'while :; do :; done' &
-      busy+=($!)
-    done
-    sleep 1
+    start_busy
   fi
   echo "Load before $label: $(uptime)"
   run_status=0

@@ -12,6 +12,11 @@ enum Kind: String, CaseIterable {
   case withWriter = "withWriter"
   case tryWrite = "tryWrite + retry"
   case writeNext = "writeNext"
+  case serialQueue = "serial DispatchQueue.async"
+
+  /// The rows measured in the request-handler shape too: the queued writes and what a user
+  /// would write instead with the same semantics (never lost, in order, not waiting).
+  static let plainKinds: [Kind] = [.writeNext, .nslock, .mutex, .serialQueue]
 }
 
 /// One sample's shared state, seen through closures.
@@ -24,6 +29,8 @@ struct Trial: Sendable {
   let count: @Sendable () -> Int
   /// The counter once every thread has returned (and every queued write has run).
   let total: @Sendable () -> Int
+  /// The request-handler shape: `calls` increments in a plain loop, nothing else.
+  let plain: @Sendable (_ calls: Int) -> Void
 }
 
 /// A `Mutex` that threads can share.
@@ -43,6 +50,20 @@ final class LockedCounter: @unchecked Sendable {
     defer { lock.unlock() }
     return box.value.a
   }
+}
+
+/// A counter that only blocks on a serial queue touch: the pattern a user writes for queued,
+/// ordered writes without this package.
+final class QueuedCounter: @unchecked Sendable {
+  // Unchecked: `box` is touched only by blocks on `queue`, which is serial; `done` is atomic.
+  let queue = DispatchQueue(label: "counter")
+  let box = CounterBox()
+  /// The count so far, for the window shape's reads while threads queue (`queue.sync` would
+  /// wait behind the backlog); the plain shape does not store it.
+  let done = Atomic(0)
+
+  /// The count once every block queued so far has run.
+  func total() -> Int { queue.sync { box.value.a } }
 }
 
 /// Counts the calls of `body` until `stop` is set.
@@ -76,7 +97,8 @@ func makeTrial(_ kind: Kind) -> Trial {
         }
       },
       count: { shared.mutex.withLock { $0.a } },
-      total: { shared.mutex.withLock { $0.a } })
+      total: { shared.mutex.withLock { $0.a } },
+      plain: { calls in for _ in 0..<calls { shared.mutex.withLock { $0.a += 1 } } })
   case .nslock:
     let shared = LockedCounter()
     return Trial(
@@ -98,7 +120,14 @@ func makeTrial(_ kind: Kind) -> Trial {
         }
       },
       count: { shared.read() },
-      total: { shared.read() })
+      total: { shared.read() },
+      plain: { calls in
+        for _ in 0..<calls {
+          shared.lock.lock()
+          shared.box.value.a += 1
+          shared.lock.unlock()
+        }
+      })
   case .withWriter:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
@@ -115,7 +144,8 @@ func makeTrial(_ kind: Kind) -> Trial {
         }
       },
       count: { box.read.a },
-      total: { box.read.a })
+      total: { box.read.a },
+      plain: { calls in for _ in 0..<calls { box.withWriter { $0.a += 1 } } })
   case .tryWrite:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
@@ -137,7 +167,8 @@ func makeTrial(_ kind: Kind) -> Trial {
         }
       },
       count: { box.read.a },
-      total: { box.read.a })
+      total: { box.read.a },
+      plain: { calls in for _ in 0..<calls { while !box.tryWrite({ $0.a += 1 }) {} } })
   case .writeNext:
     let box = ThreadSafeSingleWriter(value: Counter())
     return Trial(
@@ -147,6 +178,22 @@ func makeTrial(_ kind: Kind) -> Trial {
       },
       count: { box.read.a },  // what the queued writes have done so far
       // withWriter waits its turn behind every write queued before it.
-      total: { box.withWriter { $0.a } })
+      total: { box.withWriter { $0.a } },
+      plain: { calls in for _ in 0..<calls { box.writeNext { $0.write.a += 1 } } })
+  case .serialQueue:
+    let shared = QueuedCounter()
+    return Trial(
+      body: { stop, _ in
+        // Not timed, as writeNext: the block runs later, on the queue's thread.
+        loop(stop) {
+          shared.queue.async {
+            shared.box.value.a += 1
+            shared.done.store(shared.box.value.a, ordering: .relaxed)
+          }
+        }
+      },
+      count: { shared.done.load(ordering: .relaxed) },
+      total: { shared.total() },
+      plain: { calls in for _ in 0..<calls { shared.queue.async { shared.box.value.a += 1 } } })
   }
 }

@@ -80,22 +80,17 @@ final class Window: @unchecked Sendable {
 struct Sample {
   /// Increments made, over all threads.
   let ops: Int
-  /// Barrier release (first start) to the first thread's end, which comes soon after the
-  /// stop; later ends only wind down (a `writeNext` drainer empties its backlog).
-  let runNs: UInt64
-  /// The time in which all threads ran (last start to first end) and the increments
-  /// completed in it; for one thread, the whole run.
-  let windowNs: UInt64
+  /// The increments the figure counts (for the window shape, those done in the window).
   let windowOps: Int
   /// Increments missing from the final value: must be 0.
   let lost: Int
   /// For timed rows, every call's wait.
   let waits: LatencyHistogram?
-
-  /// `windowNs` over `runNs`: below 1 by the time the last thread took to start.
-  var overlap: Double { Double(windowNs) / Double(max(runNs, 1)) }
-  /// Only the window counts: before it and after it fewer threads contend.
-  var nsPerOp: Double { Double(windowNs) / Double(max(windowOps, 1)) }
+  /// The time in which all threads ran (last start to first end) over the time from the
+  /// first start to the first end: below 1 by the time the last thread took to start.
+  let overlap: Double
+  /// ns per increment over the time the figure counts.
+  let nsPerOp: Double
 }
 
 /// Runs one sample of `kind` on `threads` threads for about `milliseconds` after they start.
@@ -146,8 +141,62 @@ func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) ->
   let merged = histograms.first
   for other in histograms.dropFirst() { merged!.merge(other) }
   return Sample(
-    ops: ops, runNs: run, windowNs: windowNs, windowOps: windowOps, lost: ops - total,
-    waits: merged)
+    ops: ops, windowOps: windowOps, lost: ops - total, waits: merged,
+    overlap: Double(windowNs) / Double(max(run, 1)),
+    // Only the window counts: before it and after it fewer threads contend.
+    nsPerOp: Double(windowNs) / Double(max(windowOps, 1)))
+}
+
+/// Runs one sample of `kind` in the request-handler shape: each of `threads` threads makes
+/// `calls` calls in a plain loop, released together from the same start line. The time runs
+/// from the first start until every write has run (the last thread's return, then the final
+/// value read behind any write still queued), over every call: what a user waiting for the
+/// work gets, tails included. The overlap is the window shape's: the last thread started
+/// before the first one finished, and within the first `--min-overlap` of its run.
+func runPlainSample(_ kind: Kind, threads: Int, calls: Int) -> Sample {
+  let trial = makeTrial(kind)
+  let line = StartLine(threads, yieldEvery: 1 << 14)
+  let slots = Slots(threads: threads)
+  let finished = Atomic(0)
+  let completed = Slots(threads: 1)  // the instant every write had run, and the total
+  let done = DispatchGroup()
+  for index in 0..<threads {
+    done.enter()
+    let thread = Thread {
+      line.arriveAndWait()
+      let start = now()
+      trial.plain(calls)
+      let end = now()
+      slots.stamps[2 * index] = start
+      slots.stamps[2 * index + 1] = end
+      // The last one out waits for the queued writes, so no wake-up of the main thread
+      // is in the figure.
+      if finished.add(1, ordering: .acquiringAndReleasing).newValue == threads {
+        completed.ops[0] = trial.total()
+        completed.stamps[0] = now()
+      }
+      done.leave()
+    }
+    thread.stackSize = 1 << 20
+    thread.start()
+  }
+  done.wait()
+  let starts = stride(from: 0, to: 2 * threads, by: 2).map { slots.stamps[$0] }
+  let ends = stride(from: 1, to: 2 * threads, by: 2).map { slots.stamps[$0] }
+  let firstStart = starts.min()!
+  let window = Int64(bitPattern: ends.min()! &- starts.max()!)
+  let ops = threads * calls
+  let elapsed = completed.stamps[0] - firstStart
+  if debugStamps {
+    print(
+      kind, threads,
+      zip(starts, ends).map { "\(($0 - firstStart) / 1000)-\(($1 - firstStart) / 1000)µs" },
+      "done \(elapsed / 1000)µs")
+  }
+  return Sample(
+    ops: ops, windowOps: ops, lost: ops - completed.ops[0], waits: nil,
+    overlap: Double(max(window, 0)) / Double(max(ends.min()! - firstStart, 1)),
+    nsPerOp: Double(elapsed) / Double(ops))
 }
 
 let debugStamps = getenv("CONTENDED_DEBUG") != nil
