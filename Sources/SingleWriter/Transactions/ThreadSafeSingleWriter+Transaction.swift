@@ -162,7 +162,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       LockOrderCheck.willSuspend(for: ObjectIdentifier(self), fileID, function, line)
     #endif
     // A task may resume on any thread: the checkout is this task's, as a proxy's is.
-    if !lock.tryCheckout(as: 0) { try await checkOutInTurn() }
+    // A closure write, though it holds the checkout as a proxy does: a `drained()` queued
+    // behind it waits for its commit, not only for its task to have the writer.
+    if !lock.tryCheckout(as: 0) { try await checkOutInTurn(endsDrainsAtClaim: false) }
     lock.recordHolder()
     sw_store_release(lock.transactionHeld, 1)
     #if DEBUG
@@ -189,8 +191,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// The queued half of `checkout()` and the async `transaction`: waits for this task's
   /// turn, and returns holding the checkout. Throws `CancellationError`, holding nothing,
   /// if the task is cancelled while it waits.
+  ///
+  /// With `endsDrainsAtClaim` (a `checkout()`), the `drained()` calls at the front return
+  /// once the task has the writer: a drain never waits for a proxy's release. Without it
+  /// (a transaction, a closure write), they stay at the front, and the checkout's end
+  /// resumes them after the commit.
   @usableFromInline
-  func checkOutInTurn() async throws {
+  func checkOutInTurn(endsDrainsAtClaim: Bool = true) async throws {
     let waiter = TaskWaiter()
     guard await waitForTurn(unlessCancelled: true, waiter: waiter, { .checkout($0) }) else {
       throw CancellationError()
@@ -202,7 +209,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         guard handOff.pointee.claim(waiter) else { return (false, []) }
         // This task holds the checkout now, and nobody can take it back: the `drained()`
         // calls at the front wait for queued writes, never for a proxy's release.
-        return (true, takeLeadingDrains())
+        return (true, endsDrainsAtClaim ? takeLeadingDrains() : [])
       }
       if claimed {
         resume(drains)
