@@ -144,7 +144,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   ///
   /// Throws `CancellationError` without running `body` if the task is cancelled before
   /// the call or while it waits its turn, as
-  /// ``writeUnlessCancelled(fileID:function:line:_:)`` does. Once `body` has begun,
+  /// ``writeUnlessCancelled(fileID:function:line:_:)`` does. Once its turn has come
+  /// (the writer handed to the task, which may not have run yet), a cancellation has lost,
+  /// as for ``checkout(fileID:function:line:)``, and `body` runs. Once `body` has begun,
   /// cancellation is its business: it commits if `body` returns, whatever the task's
   /// cancellation.
   ///
