@@ -35,7 +35,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// the copy is a reference until `body` first writes to each buffer, which then copies
   /// that buffer whole: prefer ``withWriter(fileID:function:line:_:)`` for one small
   /// change to a large collection that readers may wait for. The commit moves the copy
-  /// in; it copies nothing.
+  /// in; it copies nothing. The value it replaces, like a throwing body's copy, is freed
+  /// once the writer is free again, so a `deinit` there may write to this container.
   ///
   /// Debug builds' lock-order checking (see ``RaceDetector``) orders it as `withWriter`;
   /// the defaulted `fileID`, `function` and `line` name the caller in its reports.
@@ -56,6 +57,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     // closure write; released before the checkout can pass to another thread.
     lock.closeGateIfWanted()
     var committed = false
+    // Declared before the `defer`, so freed after it, with the checkout ended: the value
+    // from before the commit, or a throwing body's copy. A `deinit` there may write to
+    // this container, as after any write that replaced a value.
+    var draft: Value
     defer {
       #if DEBUG
         LockOrderCheck.released(ObjectIdentifier(self))
@@ -67,7 +72,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       _fixLifetime(self)  // the copy and the commit go through `storage`
     }
     // The checkout is held, so nothing else writes the value: copied with no reader slot.
-    var draft = storage.pointee
+    draft = storage.pointee
     let result = try body(&draft)
     // The commit's write access, then the checkout and the access end together, as a
     // closure write's do: one compare-and-exchange fewer than ending them one by one.
@@ -173,6 +178,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       LockOrderCheck.checkedOut(
         ObjectIdentifier(self), holder: lock.holder, fileID, function, line)
     #endif
+    // Freed after the `defer`, with the checkout ended, as in the synchronous form.
+    var draft: Value
     defer {
       sw_store_release(lock.transactionHeld, 0)
       #if DEBUG
@@ -182,7 +189,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       if !lock.tryEndCheckout() { finishCheckoutNow() }
       _fixLifetime(self)
     }
-    var draft = storage.pointee
+    draft = storage.pointee
     let result = try await body(&draft)
     commit(&draft)
     return result
