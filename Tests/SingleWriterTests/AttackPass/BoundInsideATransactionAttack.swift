@@ -61,4 +61,36 @@ import Testing
     expectNoBreak(result)
     expectExit(result, 0)
   }
+
+  /// A `Task.immediate` started inside an async transaction's body (the task holds the
+  /// checkout) calls `writeNext` on a full backlog: it runs inline in the holder task, so
+  /// it queues past the bound instead of waiting for room only the commit can make.
+  @Test func aBoundedWriteNextFromAnInlineTaskInsideAnAsyncTransactionQueuesPastTheBound()
+    async
+  {
+    let result = await #expect(
+      processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(10, "a bounded writeNext from a Task.immediate inside a transaction")
+      guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else { exit(0) }
+      let a = ThreadSafeSingleWriter(value: 0, maxQueuedWrites: 1)
+      let queued = await Task.detached { () -> Int in
+        let seen = Locked(0)
+        try? await a.transaction { value in
+          value += 1
+          writeNextFromAnotherThread(a) { $0.write += 1 }  // the backlog is full now
+          Task.immediate {
+            a.writeNext { $0.write += 1 }  // no room until the commit
+            seen.withLock { $0 = a.queuedWrites }
+          }
+          await Task.yield()
+        }
+        return seen.withLock { $0 }
+      }.value
+      await a.drained()
+      atkEnd(breakingIf: queued != 2 || a.read != 3, "queued \(queued), read \(a.read)")
+    }
+    expectNoBreak(result)
+    expectExit(result, 0)
+  }
 }
