@@ -185,7 +185,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Returns at once if nothing is queued. Otherwise it waits its turn in the queue, as
   /// ``write(fileID:function:line:_:)`` does, whatever the task's cancellation, and then returns: writes
   /// queued after it may run before it resumes. Only queued writes count, and a write has
-  /// run once its closure has returned, or, for a `checkout()`, once its task has the
+  /// run once its closure has returned (an async `transaction`'s body included, however
+  /// long it holds the writer), or, for a `checkout()`, once its task has the
   /// proxy: a proxy holding the writer never holds the drain up, whether a queued body
   /// kept it, a `checkout()` queued before the drain got it, or it was taken with nothing
   /// queued; the writes queued between that proxy and the drain do. A cancelled task's

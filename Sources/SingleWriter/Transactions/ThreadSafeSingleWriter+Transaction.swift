@@ -35,7 +35,8 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// the copy is a reference until `body` first writes to each buffer, which then copies
   /// that buffer whole: prefer ``withWriter(fileID:function:line:_:)`` for one small
   /// change to a large collection that readers may wait for. The commit moves the copy
-  /// in; it copies nothing.
+  /// in; it copies nothing. The value it replaces, like a throwing body's copy, is freed
+  /// once the writer is free again, so a `deinit` there may write to this container.
   ///
   /// Debug builds' lock-order checking (see ``RaceDetector``) orders it as `withWriter`;
   /// the defaulted `fileID`, `function` and `line` name the caller in its reports.
@@ -56,6 +57,10 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     // closure write; released before the checkout can pass to another thread.
     lock.closeGateIfWanted()
     var committed = false
+    // Declared before the `defer`, so freed after it, with the checkout ended: the value
+    // from before the commit, or a throwing body's copy. A `deinit` there may write to
+    // this container, as after any write that replaced a value.
+    var draft: Value
     defer {
       #if DEBUG
         LockOrderCheck.released(ObjectIdentifier(self))
@@ -67,7 +72,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       _fixLifetime(self)  // the copy and the commit go through `storage`
     }
     // The checkout is held, so nothing else writes the value: copied with no reader slot.
-    var draft = storage.pointee
+    draft = storage.pointee
     let result = try body(&draft)
     // The commit's write access, then the checkout and the access end together, as a
     // closure write's do: one compare-and-exchange fewer than ending them one by one.
@@ -144,7 +149,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   ///
   /// Throws `CancellationError` without running `body` if the task is cancelled before
   /// the call or while it waits its turn, as
-  /// ``writeUnlessCancelled(fileID:function:line:_:)`` does. Once `body` has begun,
+  /// ``writeUnlessCancelled(fileID:function:line:_:)`` does. Once its turn has come
+  /// (the writer handed to the task, which may not have run yet), a cancellation has lost,
+  /// as for ``checkout(fileID:function:line:)``, and `body` runs. Once `body` has begun,
   /// cancellation is its business: it commits if `body` returns, whatever the task's
   /// cancellation.
   ///
@@ -162,13 +169,17 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       LockOrderCheck.willSuspend(for: ObjectIdentifier(self), fileID, function, line)
     #endif
     // A task may resume on any thread: the checkout is this task's, as a proxy's is.
-    if !lock.tryCheckout(as: 0) { try await checkOutInTurn() }
+    // A closure write, though it holds the checkout as a proxy does: a `drained()` queued
+    // behind it waits for its commit, not only for its task to have the writer.
+    if !lock.tryCheckout(as: 0) { try await checkOutInTurn(endsDrainsAtClaim: false) }
     lock.recordHolder()
     sw_store_release(lock.transactionHeld, 1)
     #if DEBUG
       LockOrderCheck.checkedOut(
         ObjectIdentifier(self), holder: lock.holder, fileID, function, line)
     #endif
+    // Freed after the `defer`, with the checkout ended, as in the synchronous form.
+    var draft: Value
     defer {
       sw_store_release(lock.transactionHeld, 0)
       #if DEBUG
@@ -178,7 +189,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       if !lock.tryEndCheckout() { finishCheckoutNow() }
       _fixLifetime(self)
     }
-    var draft = storage.pointee
+    draft = storage.pointee
     let result = try await body(&draft)
     commit(&draft)
     return result
@@ -189,8 +200,13 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// The queued half of `checkout()` and the async `transaction`: waits for this task's
   /// turn, and returns holding the checkout. Throws `CancellationError`, holding nothing,
   /// if the task is cancelled while it waits.
+  ///
+  /// With `endsDrainsAtClaim` (a `checkout()`), the `drained()` calls at the front return
+  /// once the task has the writer: a drain never waits for a proxy's release. Without it
+  /// (a transaction, a closure write), they stay at the front, and the checkout's end
+  /// resumes them after the commit.
   @usableFromInline
-  func checkOutInTurn() async throws {
+  func checkOutInTurn(endsDrainsAtClaim: Bool = true) async throws {
     let waiter = TaskWaiter()
     guard await waitForTurn(unlessCancelled: true, waiter: waiter, { .checkout($0) }) else {
       throw CancellationError()
@@ -202,7 +218,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         guard handOff.pointee.claim(waiter) else { return (false, []) }
         // This task holds the checkout now, and nobody can take it back: the `drained()`
         // calls at the front wait for queued writes, never for a proxy's release.
-        return (true, takeLeadingDrains())
+        return (true, endsDrainsAtClaim ? takeLeadingDrains() : [])
       }
       if claimed {
         resume(drains)
