@@ -68,11 +68,18 @@ final class Window: @unchecked Sendable {
   }
 
   func start() {
-    if started.add(1, ordering: .relaxed).newValue == threads { opened = (now(), count()) }
+    if started.add(1, ordering: .relaxed).newValue == threads {
+      opened = (now(), count())
+      // How long the read at the window's opening took (its count is taken after it).
+      if debugStamps { print("open read", (now() - opened.ns) / 1000, "µs") }
+    }
   }
 
   func finish() {
-    if finished.add(1, ordering: .relaxed).oldValue == 0 { closed = (now(), count()) }
+    if finished.add(1, ordering: .relaxed).oldValue == 0 {
+      closed = (now(), count())
+      if debugStamps { print("close read", (now() - closed.ns) / 1000, "µs") }
+    }
   }
 }
 
@@ -131,7 +138,12 @@ func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) ->
   let run = ends.min()! - starts.min()!
   if debugStamps {
     let zero = starts.min()!
-    print(kind, threads, zip(starts, ends).map { "\(($0 - zero) / 1000)-\(($1 - zero) / 1000)µs" })
+    // Increments counted in the window against calls made: far apart, writes were queued
+    // and not yet run; close, the calls themselves were slow.
+    print(
+      kind, threads, "windowOps", window.closed.ops - window.opened.ops,
+      "ops", slots.ops.reduce(0, +),
+      zip(starts, ends).map { "\(($0 - zero) / 1000)-\(($1 - zero) / 1000)µs" })
   }
   let ops = slots.ops.reduce(0, +)
   // Closed before it opened: the threads never all ran at once.
