@@ -113,12 +113,19 @@ func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) ->
     done.enter()
     let thread = Thread {
       let waits = timed ? histograms[index] : nil
+      let switchesBefore = debugStamps ? contextSwitches() : (0, 0)
       line.arriveAndWait()
       let start = now()
       window.start()
       let ops = trial.body(stop, waits)
       window.finish()
       let end = now()
+      if debugStamps {
+        let after = contextSwitches()
+        print(
+          "thread", index, "switches voluntary", after.0 - switchesBefore.0,
+          "involuntary", after.1 - switchesBefore.1)
+      }
       slots.stamps[2 * index] = start
       slots.stamps[2 * index + 1] = end
       slots.ops[index] = ops
@@ -212,3 +219,16 @@ func runPlainSample(_ kind: Kind, threads: Int, calls: Int) -> Sample {
 }
 
 let debugStamps = getenv("CONTENDED_DEBUG") != nil
+
+/// This thread's voluntary (it slept) and involuntary (it was preempted) context switches
+/// so far, from Linux's /proc/thread-self/status; (0, 0) elsewhere.
+func contextSwitches() -> (Int, Int) {
+  guard let status = try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)
+  else { return (0, 0) }
+  func value(_ key: String) -> Int {
+    let line = status.split(separator: "\n").first { $0.hasPrefix(key) }
+    return line.flatMap { Int($0.split(separator: ":").last!.trimmingCharacters(in: .whitespaces)) }
+      ?? 0
+  }
+  return (value("voluntary_ctxt_switches"), value("nonvoluntary_ctxt_switches"))
+}

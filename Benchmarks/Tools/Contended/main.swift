@@ -104,7 +104,9 @@ let options = parseOptions()
 let maxAttempts = 3
 /// `CONTENDED_ONLY=writeNext,NSLock`: only these rows (and the uncontended `Mutex`), to
 /// look at one row without the others' samples between its own.
-let onlyKind = getenv("CONTENDED_ONLY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+let onlyKind = getenv("CONTENDED_ONLY").map { String(cString: $0) }.flatMap {
+  $0.isEmpty ? nil : $0
+}
 let allRows: [Row] =
   [Row(kind: .mutex, threads: 1, timed: false)]
   + options.threads.flatMap { n in Kind.allCases.map { Row(kind: $0, threads: n, timed: false) } }
