@@ -68,11 +68,18 @@ final class Window: @unchecked Sendable {
   }
 
   func start() {
-    if started.add(1, ordering: .relaxed).newValue == threads { opened = (now(), count()) }
+    if started.add(1, ordering: .relaxed).newValue == threads {
+      opened = (now(), count())
+      // How long the read at the window's opening took (its count is taken after it).
+      if debugStamps { print("open read", (now() - opened.ns) / 1000, "µs") }
+    }
   }
 
   func finish() {
-    if finished.add(1, ordering: .relaxed).oldValue == 0 { closed = (now(), count()) }
+    if finished.add(1, ordering: .relaxed).oldValue == 0 {
+      closed = (now(), count())
+      if debugStamps { print("close read", (now() - closed.ns) / 1000, "µs") }
+    }
   }
 }
 
@@ -106,12 +113,19 @@ func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) ->
     done.enter()
     let thread = Thread {
       let waits = timed ? histograms[index] : nil
+      let switchesBefore = debugStamps ? contextSwitches() : (0, 0)
       line.arriveAndWait()
       let start = now()
       window.start()
       let ops = trial.body(stop, waits)
       window.finish()
       let end = now()
+      if debugStamps {
+        let after = contextSwitches()
+        print(
+          "thread", index, "switches voluntary", after.0 - switchesBefore.0,
+          "involuntary", after.1 - switchesBefore.1)
+      }
       slots.stamps[2 * index] = start
       slots.stamps[2 * index + 1] = end
       slots.ops[index] = ops
@@ -131,7 +145,12 @@ func runSample(_ kind: Kind, threads: Int, milliseconds: Double, timed: Bool) ->
   let run = ends.min()! - starts.min()!
   if debugStamps {
     let zero = starts.min()!
-    print(kind, threads, zip(starts, ends).map { "\(($0 - zero) / 1000)-\(($1 - zero) / 1000)µs" })
+    // Increments counted in the window against calls made: far apart, writes were queued
+    // and not yet run; close, the calls themselves were slow.
+    print(
+      kind, threads, "windowOps", window.closed.ops - window.opened.ops,
+      "ops", slots.ops.reduce(0, +),
+      zip(starts, ends).map { "\(($0 - zero) / 1000)-\(($1 - zero) / 1000)µs" })
   }
   let ops = slots.ops.reduce(0, +)
   // Closed before it opened: the threads never all ran at once.
@@ -200,3 +219,16 @@ func runPlainSample(_ kind: Kind, threads: Int, calls: Int) -> Sample {
 }
 
 let debugStamps = getenv("CONTENDED_DEBUG") != nil
+
+/// This thread's voluntary (it slept) and involuntary (it was preempted) context switches
+/// so far, from Linux's /proc/thread-self/status; (0, 0) elsewhere.
+func contextSwitches() -> (Int, Int) {
+  guard let status = try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)
+  else { return (0, 0) }
+  func value(_ key: String) -> Int {
+    let line = status.split(separator: "\n").first { $0.hasPrefix(key) }
+    return line.flatMap { Int($0.split(separator: ":").last!.trimmingCharacters(in: .whitespaces)) }
+      ?? 0
+  }
+  return (value("voluntary_ctxt_switches"), value("nonvoluntary_ctxt_switches"))
+}

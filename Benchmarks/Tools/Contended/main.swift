@@ -102,7 +102,12 @@ struct Measured {
 
 let options = parseOptions()
 let maxAttempts = 3
-let rows: [Row] =
+/// `CONTENDED_ONLY=writeNext,NSLock`: only these rows (and the uncontended `Mutex`), to
+/// look at one row without the others' samples between its own.
+let onlyKind = getenv("CONTENDED_ONLY").map { String(cString: $0) }.flatMap {
+  $0.isEmpty ? nil : $0
+}
+let allRows: [Row] =
   [Row(kind: .mutex, threads: 1, timed: false)]
   + options.threads.flatMap { n in Kind.allCases.map { Row(kind: $0, threads: n, timed: false) } }
   + options.threads.flatMap { n in
@@ -111,6 +116,10 @@ let rows: [Row] =
   + options.threads.filter(options.plainThreads.contains).flatMap { n in
     Kind.plainKinds.map { Row(kind: $0, threads: n, timed: false, shape: .plain) }
   }
+let rows: [Row] = allRows.filter { row in
+  onlyKind == nil || onlyKind!.split(separator: ",").contains(Substring(row.kind.rawValue))
+    || row.threads == 1
+}
 
 /// A sample is valid if the threads all ran at once for long enough: ns/op counts only
 /// that window, so a shorter one does not bias it, but it must hold enough increments.
