@@ -122,10 +122,6 @@ struct WriterLock {
 
   /// The word while a checkout is held and nothing else is going on.
   @inlinable static var heldWord: WriterWord { WriterWord(raw: WriterWord.writer) }
-  /// The word while a checkout is held and writes wait behind it: as a queue is served.
-  @inlinable static var queuedWord: WriterWord {
-    WriterWord(raw: WriterWord.writer | WriterWord.queued)
-  }
 
   // MARK: The hand-off's lock
 
@@ -258,48 +254,61 @@ struct WriterLock {
 
   // MARK: Writing
 
-  /// Takes `writing` for one access through a proxy, waiting for readers and other
-  /// accesses to finish.
+  /// Takes `writing` for one access by this thread (a transaction's commit), waiting for
+  /// readers and other accesses to finish.
   @inlinable @inline(__always) func beginWriting() {
-    // One attempt inline, from one of the two common words, whichever the loaded word
-    // is (each transition folds to a constant): a checkout with nothing else going on,
-    // or one whose queue is being served (a guess of the first would fail, and cost a
-    // second compare-and-exchange, for every body served). Any other word goes through
-    // the driver, out of line, so that the accessors around this stay small enough to
-    // inline.
-    let begun =
-      word == WriterLock.queuedWord
-      ? tryUpdate(from: WriterLock.queuedWord, { $0.beginAccess() })
-      : tryUpdate(from: WriterLock.heldWord, { $0.beginAccess() })
-    guard begun == .begun else { return acquireWriting() }
-    sw_uptr_store(writingThread, sw_current_thread())
-    sw_seq_begin_write(sequence)
+    let me = sw_current_thread()
+    beginWriting(me, as: me)
   }
 
-  /// Records who makes the access just begun: a proxy lent to a body running on this
-  /// thread (its closure's mark is this thread's) is used there and then, by the thread;
-  /// any other proxy, one that owns its checkout, may be a task's, which may suspend inside
-  /// the access and resume elsewhere: the task's (see `isAccessing`).
+  /// Takes `writing` for one access through a proxy, and records who makes it: a proxy
+  /// lent to a body running on this thread (its closure's mark is this thread's) is used
+  /// there and then, by the thread; any other proxy, one that owns its checkout, may be a
+  /// task's, which may suspend inside the access and resume elsewhere: the task's (see
+  /// `isAccessing`).
   ///
   /// Inlined whole, with the runtime's own entry point called directly: this runs on every
   /// access through a held proxy, the path the container is for, where a call through the
   /// C layer's looked-up pointer cost as much again as the access.
-  @inlinable @inline(__always) func recordAccessor() {
-    if sw_uptr_load(checkoutThread) != scoped(sw_current_thread()) {
+  @inlinable @inline(__always) func beginProxyWriting() {
+    let me = sw_current_thread()
+    var accessor = me
+    // Only this thread sets its own mark, so reading it before the access is as good.
+    if sw_uptr_load(checkoutThread) != scoped(me) {
       let task = sw_current_task_inline()
-      if task != 0 { sw_uptr_store(writingThread, task) }
+      if task != 0 { accessor = task }
     }
+    beginWriting(me, as: accessor)
+  }
+
+  /// Takes `writing` for `accessor`, on thread `me`.
+  @inlinable @inline(__always) func beginWriting(_ me: UInt, as accessor: UInt) {
+    // One attempt inline, from the loaded word with the bits the transition ignores kept
+    // (queued, observed, dirty, parked), `writer` set and those it waits for cleared: a
+    // checkout with nothing else going on, one whose queue is being served, observed or
+    // not, all begin here. Any other word goes through the driver, out of line, so that
+    // the accessors around this stay small enough to inline.
+    let kept = WriterWord.queued | WriterWord.observed | WriterWord.dirty | WriterWord.parked
+    let guess = WriterWord(raw: word.raw & kept | WriterWord.writer)
+    if tryUpdate(from: guess, { $0.beginAccess() }) != .begun { waitToBeginWriting(me) }
+    sw_uptr_store(writingThread, accessor)
+    sw_seq_begin_write(sequence)
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.
   @usableFromInline func acquireWriting() {
     let me = sw_current_thread()
+    waitToBeginWriting(me)
+    sw_uptr_store(writingThread, me)
+    sw_seq_begin_write(sequence)
+  }
+
+  /// Waits for the readers and other accesses, then takes `writing`; the caller records
+  /// the accessor.
+  @usableFromInline func waitToBeginWriting(_ me: UInt) {
     while true {
       switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
-      case .begun:
-        sw_uptr_store(writingThread, me)
-        sw_seq_begin_write(sequence)
-        return
+      case .begun: return
       case .stale: staleProxyFailure("ThreadSafeWriterProxy")
       case .wait:
         stopIfReading()
@@ -324,13 +333,10 @@ struct WriterLock {
   /// Drops `writing`, with the sequence already even again.
   @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
-    // From one of the two common words, as in `beginWriting`.
-    let writing = WriterWord.writing
-    let ended =
-      word.raw == WriterLock.queuedWord.raw | writing
-      ? tryUpdate(from: WriterWord(raw: WriterLock.queuedWord.raw | writing)) { $0.endAccess() }
-      : tryUpdate(from: WriterWord(raw: WriterLock.heldWord.raw | writing)) { $0.endAccess() }
-    if ended == nil { releaseWritingSlow() }
+    // From the loaded word without `waiters`, as in `beginWriting`: whatever else it
+    // holds, the end only clears `writing`; with sleepers to wake, out of line.
+    let guess = WriterWord(raw: word.raw & ~WriterWord.waiters)
+    if tryUpdate(from: guess, { $0.endAccess() }) == nil { releaseWritingSlow() }
   }
 
   @usableFromInline func releaseWritingSlow() {

@@ -189,6 +189,9 @@ _Static_assert(offsetof(sw_ts_sync, started_writes) == 2 * SW_CACHE_LINE,
                "hand-off group overflows");
 _Static_assert(sizeof(sw_ts_sync) == 3 * SW_CACHE_LINE, "server group overflows");
 
+// Non-null, so that Swift imports each accessor's result as a plain pointer, with no
+// check on every access.
+#pragma clang assume_nonnull begin
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
 static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
@@ -213,6 +216,7 @@ static inline sw_atomic_u32 *sw_ts_successor_hint(sw_ts_sync *s) { return &s->su
 static inline sw_atomic_u32 *sw_ts_transaction_held(sw_ts_sync *s) {
   return &s->transaction_held;
 }
+#pragma clang assume_nonnull end
 
 /// `transaction_held`, loaded with no scheduling or chaos point: it only decides whether a
 /// wait stops with a message, so the deterministic scheduler explores waits as it did
