@@ -257,8 +257,9 @@ struct WriterLock {
   /// Takes `writing` for one access by this thread (a transaction's commit), waiting for
   /// readers and other accesses to finish.
   @inlinable @inline(__always) func beginWriting() {
-    let me = sw_current_thread()
-    beginWriting(me, as: me)
+    if !tryBeginWriting() { waitToBeginWriting(sw_current_thread()) }
+    sw_uptr_store(writingThread, sw_current_thread())
+    sw_seq_begin_write(sequence)
   }
 
   /// Takes `writing` for one access through a proxy, and records who makes it: a proxy
@@ -271,28 +272,26 @@ struct WriterLock {
   /// access through a held proxy, the path the container is for, where a call through the
   /// C layer's looked-up pointer cost as much again as the access.
   @inlinable @inline(__always) func beginProxyWriting() {
+    if !tryBeginWriting() { waitToBeginWriting(sw_current_thread()) }
     let me = sw_current_thread()
     var accessor = me
-    // Only this thread sets its own mark, so reading it before the access is as good.
     if sw_uptr_load(checkoutThread) != scoped(me) {
       let task = sw_current_task_inline()
       if task != 0 { accessor = task }
     }
-    beginWriting(me, as: accessor)
-  }
-
-  /// Takes `writing` for `accessor`, on thread `me`.
-  @inlinable @inline(__always) func beginWriting(_ me: UInt, as accessor: UInt) {
-    // One attempt inline, from the loaded word with the bits the transition ignores kept
-    // (queued, observed, dirty, parked), `writer` set and those it waits for cleared: a
-    // checkout with nothing else going on, one whose queue is being served, observed or
-    // not, all begin here. Any other word goes through the driver, out of line, so that
-    // the accessors around this stay small enough to inline.
-    let kept = WriterWord.queued | WriterWord.observed | WriterWord.dirty | WriterWord.parked
-    let guess = WriterWord(raw: word.raw & kept | WriterWord.writer)
-    if tryUpdate(from: guess, { $0.beginAccess() }) != .begun { waitToBeginWriting(me) }
     sw_uptr_store(writingThread, accessor)
     sw_seq_begin_write(sequence)
+  }
+
+  /// One attempt to take `writing`, inline, from the loaded word with the bits the
+  /// transition ignores kept (queued, observed, dirty, parked), `writer` set and those it
+  /// waits for cleared: a checkout with nothing else going on, or one whose queue is being
+  /// served, observed or not, all begin here. Any other word goes through the driver, out
+  /// of line, so that the accessors around this stay small enough to inline.
+  @inlinable @inline(__always) func tryBeginWriting() -> Bool {
+    let kept = WriterWord.queued | WriterWord.observed | WriterWord.dirty | WriterWord.parked
+    let guess = WriterWord(raw: word.raw & kept | WriterWord.writer)
+    return tryUpdate(from: guess, { $0.beginAccess() }) == .begun
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.
