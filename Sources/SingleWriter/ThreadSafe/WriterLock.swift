@@ -289,8 +289,16 @@ struct WriterLock {
   /// served, observed or not, all begin here. Any other word goes through the driver, out
   /// of line, so that the accessors around this stay small enough to inline.
   @inlinable @inline(__always) func tryBeginWriting() -> Bool {
+    let loaded = word.raw
+    let queued = WriterWord.writer | WriterWord.queued
+    if loaded == queued {
+      return tryUpdate(from: WriterWord(raw: queued), { $0.beginAccess() }) == .begun
+    }
+    if loaded == WriterWord.writer {
+      return tryUpdate(from: WriterWord(raw: WriterWord.writer), { $0.beginAccess() }) == .begun
+    }
     let kept = WriterWord.queued | WriterWord.observed | WriterWord.dirty | WriterWord.parked
-    let guess = WriterWord(raw: word.raw & kept | WriterWord.writer)
+    let guess = WriterWord(raw: loaded & kept | WriterWord.writer)
     return tryUpdate(from: guess, { $0.beginAccess() }) == .begun
   }
 
