@@ -283,10 +283,11 @@ struct WriterLock {
     sw_seq_begin_write(sequence)
   }
 
-  /// One attempt to take `writing`, inline, from the loaded word with the bits the
-  /// transition ignores kept (queued, observed, dirty, parked), `writer` set and those it
-  /// waits for cleared: a checkout with nothing else going on, or one whose queue is being
-  /// served, observed or not, all begin here. Any other word goes through the driver, out
+  /// One attempt to take `writing`, inline. The two common words first, each a constant
+  /// exchange: a checkout with nothing else going on, or one whose queue is being served.
+  /// Any other word is guessed from the loaded one with the bits the transition ignores
+  /// kept (queued, observed, dirty, parked), `writer` set and those it waits for cleared,
+  /// so an observed checkout's accesses begin here too. A wait goes through the driver, out
   /// of line, so that the accessors around this stay small enough to inline.
   @inlinable @inline(__always) func tryBeginWriting() -> Bool {
     let loaded = word.raw
