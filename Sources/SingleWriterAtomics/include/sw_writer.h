@@ -13,6 +13,10 @@
 #include "sw_gate.h"
 #include "sw_wait.h"
 
+// Every pointer here is non-null, so that Swift imports the accessors' results as plain
+// pointers, with no check on each access.
+#pragma clang assume_nonnull begin
+
 /// One optimistic read of a value that has no references to count (a "POD" type), for a
 /// seqlock: the writer makes `sequence` odd for the length of each write. The copy may
 /// race with a write by design, and the unchanged even sequence proves it did not, so
@@ -189,9 +193,6 @@ _Static_assert(offsetof(sw_ts_sync, started_writes) == 2 * SW_CACHE_LINE,
                "hand-off group overflows");
 _Static_assert(sizeof(sw_ts_sync) == 3 * SW_CACHE_LINE, "server group overflows");
 
-// Non-null, so that Swift imports each accessor's result as a plain pointer, with no
-// check on every access.
-#pragma clang assume_nonnull begin
 static inline sw_atomic_u32 *sw_ts_state(sw_ts_sync *s) { return &s->state; }
 static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence; }
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
@@ -216,7 +217,6 @@ static inline sw_atomic_u32 *sw_ts_successor_hint(sw_ts_sync *s) { return &s->su
 static inline sw_atomic_u32 *sw_ts_transaction_held(sw_ts_sync *s) {
   return &s->transaction_held;
 }
-#pragma clang assume_nonnull end
 
 /// `transaction_held`, loaded with no scheduling or chaos point: it only decides whether a
 /// wait stops with a message, so the deterministic scheduler explores waits as it did
@@ -224,5 +224,7 @@ static inline sw_atomic_u32 *sw_ts_transaction_held(sw_ts_sync *s) {
 static inline bool sw_ts_transaction_is_held(sw_ts_sync *s) {
   return atomic_load_explicit(&s->transaction_held.value, memory_order_acquire) != 0;
 }
+
+#pragma clang assume_nonnull end
 
 #endif
