@@ -274,12 +274,14 @@ struct WriterLock {
   @inlinable @inline(__always) func beginProxyWriting() {
     if !tryBeginWriting() { waitToBeginWriting(sw_current_thread()) }
     let me = sw_current_thread()
-    var accessor = me
+    // The thread first, then the task over it if there is one: nothing is kept in a
+    // register across the runtime's call, which costs every access more than the second
+    // store costs an access in a task.
+    sw_uptr_store(writingThread, me)
     if sw_uptr_load(checkoutThread) != scoped(me) {
       let task = sw_current_task_inline()
-      if task != 0 { accessor = task }
+      if task != 0 { sw_uptr_store(writingThread, task) }
     }
-    sw_uptr_store(writingThread, accessor)
     sw_seq_begin_write(sequence)
   }
 
