@@ -120,9 +120,6 @@ struct WriterLock {
     update(guessing: guess) { word in transition(word).map { ($0, ()) } }?.old
   }
 
-  /// The word while a checkout is held and nothing else is going on.
-  @inlinable static var heldWord: WriterWord { WriterWord(raw: WriterWord.writer) }
-
   // MARK: The hand-off's lock
 
   /// Runs `body` under the hand-off's lock. Spins briefly before sleeping: the lock is
@@ -214,7 +211,9 @@ struct WriterLock {
     sw_uptr_store(checkoutThread, 0)
     let holder = sw_uptr_load(checkoutHolder)
     sw_uptr_store(checkoutHolder, 0)
-    guard update(guessing: WriterLock.heldWord, { $0.endCheckout() }) == nil else { return true }
+    // From the loaded word: an observed checkout's end goes to the slow end without a
+    // failed compare-and-exchange.
+    guard update({ $0.endCheckout() }) == nil else { return true }
     // Still held: the container finishes, and asks who held it (the debts).
     sw_uptr_store(checkoutHolder, holder)
     return false
