@@ -199,8 +199,10 @@ extension ScheduleScenarioTests {
     guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
     // Two jumps of the clock: past the `withWriter`'s bound on being overtaken, so that it
     // queues, and past the claim window while the executor's thread is not scheduled.
+    // Rare under PCT: a proxy access that begins inline behind a parked `withWriter` (one
+    // compare-and-exchange, no retry) moved the schedules that reach it past 2,000.
     Scheduler.check(
-      pct: 2_000, exhaustive: 2_000, deadlineJumps: 3,
+      pct: 6_000, exhaustive: 2_000, deadlineJumps: 3,
       reaches: [
         .entryCheckout, .entryWaiter, .entryWaiterRanEarly, .taskClaim, .taskExpire, .taskRearm,
       ]

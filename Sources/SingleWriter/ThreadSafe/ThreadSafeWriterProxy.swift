@@ -106,13 +106,12 @@ extension ThreadSafeWriterProxy {
       yield value.pointee
     }
     _modify {
-      lock.beginWriting()
+      lock.beginProxyWriting()
       defer {
         lock.endWriting()
         _fixLifetime(self)
       }
       lock.checkLend(generation)
-      lock.recordAccessor()
       yield &value.pointee
     }
   }

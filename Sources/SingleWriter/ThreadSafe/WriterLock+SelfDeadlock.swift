@@ -5,7 +5,7 @@ extension WriterLock {
   /// access through a proxy) that a wait for the writer or the value would wait behind.
   ///
   /// An access through a proxy that owns its checkout, made in a task, is that task's
-  /// (`recordAccessor`): the task may suspend inside it (an async mutating method called
+  /// (`beginProxyWriting`): the task may suspend inside it (an async mutating method called
   /// through `proxy.write`) and resume on another thread, while other tasks, whose waits
   /// end when it resumes, run on this one. Any other access is its thread's.
   @usableFromInline func isAccessing(_ me: UInt) -> Bool {

@@ -120,13 +120,6 @@ struct WriterLock {
     update(guessing: guess) { word in transition(word).map { ($0, ()) } }?.old
   }
 
-  /// The word while a checkout is held and nothing else is going on.
-  @inlinable static var heldWord: WriterWord { WriterWord(raw: WriterWord.writer) }
-  /// The word while a checkout is held and writes wait behind it: as a queue is served.
-  @inlinable static var queuedWord: WriterWord {
-    WriterWord(raw: WriterWord.writer | WriterWord.queued)
-  }
-
   // MARK: The hand-off's lock
 
   /// Runs `body` under the hand-off's lock. Spins briefly before sleeping: the lock is
@@ -218,7 +211,9 @@ struct WriterLock {
     sw_uptr_store(checkoutThread, 0)
     let holder = sw_uptr_load(checkoutHolder)
     sw_uptr_store(checkoutHolder, 0)
-    guard update(guessing: WriterLock.heldWord, { $0.endCheckout() }) == nil else { return true }
+    // From the loaded word: an observed checkout's end goes to the slow end without a
+    // failed compare-and-exchange.
+    guard update({ $0.endCheckout() }) == nil else { return true }
     // Still held: the container finishes, and asks who held it (the debts).
     sw_uptr_store(checkoutHolder, holder)
     return false
@@ -258,48 +253,71 @@ struct WriterLock {
 
   // MARK: Writing
 
-  /// Takes `writing` for one access through a proxy, waiting for readers and other
-  /// accesses to finish.
+  /// Takes `writing` for one access by this thread (a transaction's commit), waiting for
+  /// readers and other accesses to finish.
   @inlinable @inline(__always) func beginWriting() {
-    // One attempt inline, from one of the two common words, whichever the loaded word
-    // is (each transition folds to a constant): a checkout with nothing else going on,
-    // or one whose queue is being served (a guess of the first would fail, and cost a
-    // second compare-and-exchange, for every body served). Any other word goes through
-    // the driver, out of line, so that the accessors around this stay small enough to
-    // inline.
-    let begun =
-      word == WriterLock.queuedWord
-      ? tryUpdate(from: WriterLock.queuedWord, { $0.beginAccess() })
-      : tryUpdate(from: WriterLock.heldWord, { $0.beginAccess() })
-    guard begun == .begun else { return acquireWriting() }
+    if !tryBeginWriting() { waitToBeginWriting(sw_current_thread()) }
     sw_uptr_store(writingThread, sw_current_thread())
     sw_seq_begin_write(sequence)
   }
 
-  /// Records who makes the access just begun: a proxy lent to a body running on this
-  /// thread (its closure's mark is this thread's) is used there and then, by the thread;
-  /// any other proxy, one that owns its checkout, may be a task's, which may suspend inside
-  /// the access and resume elsewhere: the task's (see `isAccessing`).
+  /// Takes `writing` for one access through a proxy, and records who makes it: a proxy
+  /// lent to a body running on this thread (its closure's mark is this thread's) is used
+  /// there and then, by the thread; any other proxy, one that owns its checkout, may be a
+  /// task's, which may suspend inside the access and resume elsewhere: the task's (see
+  /// `isAccessing`).
   ///
   /// Inlined whole, with the runtime's own entry point called directly: this runs on every
   /// access through a held proxy, the path the container is for, where a call through the
   /// C layer's looked-up pointer cost as much again as the access.
-  @inlinable @inline(__always) func recordAccessor() {
-    if sw_uptr_load(checkoutThread) != scoped(sw_current_thread()) {
+  @inlinable @inline(__always) func beginProxyWriting() {
+    if !tryBeginWriting() { waitToBeginWriting(sw_current_thread()) }
+    let me = sw_current_thread()
+    // The thread first, then the task over it if there is one: nothing is kept in a
+    // register across the runtime's call, which costs every access more than the second
+    // store costs an access in a task.
+    sw_uptr_store(writingThread, me)
+    if sw_uptr_load(checkoutThread) != scoped(me) {
       let task = sw_current_task_inline()
       if task != 0 { sw_uptr_store(writingThread, task) }
     }
+    sw_seq_begin_write(sequence)
+  }
+
+  /// One attempt to take `writing`, inline. The two common words first, each a constant
+  /// exchange: a checkout with nothing else going on, or one whose queue is being served.
+  /// Any other word is guessed from the loaded one with the bits the transition ignores
+  /// kept (queued, observed, dirty, parked), `writer` set and those it waits for cleared,
+  /// so an observed checkout's accesses begin here too. A wait goes through the driver, out
+  /// of line, so that the accessors around this stay small enough to inline.
+  @inlinable @inline(__always) func tryBeginWriting() -> Bool {
+    let loaded = word.raw
+    let queued = WriterWord.writer | WriterWord.queued
+    if loaded == queued {
+      return tryUpdate(from: WriterWord(raw: queued), { $0.beginAccess() }) == .begun
+    }
+    if loaded == WriterWord.writer {
+      return tryUpdate(from: WriterWord(raw: WriterWord.writer), { $0.beginAccess() }) == .begun
+    }
+    let kept = WriterWord.queued | WriterWord.observed | WriterWord.dirty | WriterWord.parked
+    let guess = WriterWord(raw: loaded & kept | WriterWord.writer)
+    return tryUpdate(from: guess, { $0.beginAccess() }) == .begun
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.
   @usableFromInline func acquireWriting() {
     let me = sw_current_thread()
+    waitToBeginWriting(me)
+    sw_uptr_store(writingThread, me)
+    sw_seq_begin_write(sequence)
+  }
+
+  /// Waits for the readers and other accesses, then takes `writing`; the caller records
+  /// the accessor.
+  @usableFromInline func waitToBeginWriting(_ me: UInt) {
     while true {
       switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
-      case .begun:
-        sw_uptr_store(writingThread, me)
-        sw_seq_begin_write(sequence)
-        return
+      case .begun: return
       case .stale: staleProxyFailure("ThreadSafeWriterProxy")
       case .wait:
         stopIfReading()
@@ -324,13 +342,10 @@ struct WriterLock {
   /// Drops `writing`, with the sequence already even again.
   @inlinable @inline(__always) func releaseWriting() {
     sw_uptr_store(writingThread, 0)
-    // From one of the two common words, as in `beginWriting`.
-    let writing = WriterWord.writing
-    let ended =
-      word.raw == WriterLock.queuedWord.raw | writing
-      ? tryUpdate(from: WriterWord(raw: WriterLock.queuedWord.raw | writing)) { $0.endAccess() }
-      : tryUpdate(from: WriterWord(raw: WriterLock.heldWord.raw | writing)) { $0.endAccess() }
-    if ended == nil { releaseWritingSlow() }
+    // From the loaded word without `waiters`, as in `beginWriting`: whatever else it
+    // holds, the end only clears `writing`; with sleepers to wake, out of line.
+    let guess = WriterWord(raw: word.raw & ~WriterWord.waiters)
+    if tryUpdate(from: guess, { $0.endAccess() }) == nil { releaseWritingSlow() }
   }
 
   @usableFromInline func releaseWritingSlow() {

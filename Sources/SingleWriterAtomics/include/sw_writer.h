@@ -13,6 +13,10 @@
 #include "sw_gate.h"
 #include "sw_wait.h"
 
+// Every pointer here is non-null, so that Swift imports the accessors' results as plain
+// pointers, with no check on each access.
+#pragma clang assume_nonnull begin
+
 /// One optimistic read of a value that has no references to count (a "POD" type), for a
 /// seqlock: the writer makes `sequence` odd for the length of each write. The copy may
 /// race with a write by design, and the unchanged even sequence proves it did not, so
@@ -220,5 +224,7 @@ static inline sw_atomic_u32 *sw_ts_transaction_held(sw_ts_sync *s) {
 static inline bool sw_ts_transaction_is_held(sw_ts_sync *s) {
   return atomic_load_explicit(&s->transaction_held.value, memory_order_acquire) != 0;
 }
+
+#pragma clang assume_nonnull end
 
 #endif

@@ -6,7 +6,7 @@ import Testing
 @testable import SingleWriter
 
 // Second hostile pass on holder identity (`checkoutHolder`, the scoped marks in
-// `checkoutThread`, and `writingThread` recorded as a task by `recordAccessor`).
+// `checkoutThread`, and `writingThread` recorded as a task by `beginProxyWriting`).
 
 /// An actor whose jobs run on a thread of its own, one executor per instance (unlike
 /// `AtkPinned`, whose executor is shared): two of them pin a task to two known threads.
