@@ -28,7 +28,9 @@ import Testing
         group.addTask {
           for step in 0..<250 {
             switch step % 3 {
-            case 0: store.state.withWriter { $0 += 1 }
+            // `await write`, not `withWriter`: a thread of the cooperative pool blocked
+            // behind a transaction suspended in its body is a pool thread it may need.
+            case 0: await store.state.write { $0 += 1 }
             case 1: store.state.writeNext { $0.write += 1 }
             default:
               try? await store.state.transaction { value in

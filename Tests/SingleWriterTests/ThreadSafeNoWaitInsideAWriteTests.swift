@@ -58,9 +58,26 @@ extension ThreadSafeSingleWriterTests {
     #expect(box.read == 101)
   }
 
+  @Test func anObserverOfAProxysCheckoutEndCanWriteBack() {
+    // With nothing queued, a checkout's end publishes after it releases the writer, as a
+    // closure write does, so the handler finds it free.
+    let box = ThreadSafeSingleWriter(value: 0)
+    withObservationTracking {
+      _ = box.trackedRead
+    } onChange: {
+      box.withWriter { $0 += 100 }
+    }
+    var held = box.writer
+    held?.write += 1
+    held = nil
+    _ = held
+    #expect(box.read == 101)
+  }
+
   @Test func withWriterInsideAnObserverCalledAsAProxysCheckoutEndsStopsWithAMessage() async {
-    // A released proxy publishes while its thread still holds the checkout (it may run
-    // queued writes next): waiting for the writer there stops with a message, not a hang.
+    // A released proxy with writes queued behind it publishes while its thread still holds
+    // the checkout (it runs them next): waiting for the writer there stops with a message,
+    // not a hang.
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       let box = ThreadSafeSingleWriter(value: 0)
       withObservationTracking {
@@ -70,6 +87,7 @@ extension ThreadSafeSingleWriterTests {
       }
       var held = box.writer
       held?.write += 1
+      box.writeNext { $0.write += 10 }
       held = nil
       _ = held
     }

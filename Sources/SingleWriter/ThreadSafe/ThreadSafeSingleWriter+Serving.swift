@@ -177,12 +177,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// holder can take.
   @inlinable @inline(__always)
   func tryEndObserved(closureWrite: Bool) -> Bool {
-    guard !hub.wantsSnapshot,
-      let (_, dirty) = lock.update({ $0.endObserved(closureWrite: closureWrite) })
-    else { return false }
-    // Only the holder takes the gate, and a closure write opened it before it got here;
-    // serving, which takes it too, has `queued` set, which this end refuses.
+    guard !hub.wantsSnapshot else { return false }
+    // Only the holder takes the gate, and a closure write opened it before it got here.
+    // (Asked before the release: after it, the next holder may hold the gate.)
     assert(sw_uptr_load(lock.gateThread) == 0, "the gate outlived its checkout")
+    guard let (_, dirty) = lock.update({ $0.endObserved(closureWrite: closureWrite) })
+    else { return false }
     if dirty { hub.publish() }
     return true
   }
