@@ -44,7 +44,11 @@ import Testing
   }
 
   /// The same with a synchronous transaction held open on a thread of its own.
-  @Test func aConsumerGetsTheLastCommitWhileASyncTransactionIsOpen() async {
+  @Test(
+    .disabled(
+      "hung twice in the full run on the portable wait path (CI, 2026-11-28), never alone; open"
+    ))
+  func aConsumerGetsTheLastCommitWhileASyncTransactionIsOpen() async {
     let box = ThreadSafeSingleWriter(value: 0)
     var iterator = box.changes().makeAsyncIterator()
     #expect(await iterator.next() == 0)
