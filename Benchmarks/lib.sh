@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shared by compare.sh, scaling.sh and contended.sh, which source it after setting $here
-# (this directory), $results (where logs go) and optionally SCRATCH_PATH and BUSY_LOOPS.
+# (this directory) and optionally SCRATCH_PATH and BUSY_LOOPS; $results (where logs go) is
+# set by the script, or by open_results.
 
 # --scratch-path, when SCRATCH_PATH asks for a build directory other than Benchmarks/.build.
 scratch=()
@@ -54,4 +55,26 @@ stop_busy() {
   busy=()
   awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v s="$((SECONDS - busy_since))" -v n="$loops" \
     'BEGIN { printf "Busy loops stopped after %d s; the %d of them used %.1f s of CPU.\n", s, n, t / hz }'
+}
+
+# For a script that runs one tool at a time in the background ($tool) and may start the
+# busy loops: sets $results ($RESULTS_DIR, kept, or a temporary directory, removed at exit)
+# and the traps that stop the tool and the loops however the script ends.
+open_results() {
+  if [[ -n "${RESULTS_DIR:-}" ]]; then
+    results="$RESULTS_DIR"
+    mkdir -p "$results"
+  else
+    results="$(mktemp -d)"
+  fi
+  tool=""
+  trap close_results EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+# shellcheck disable=SC2317  # run by the trap that open_results sets
+close_results() {
+  if [[ -n $tool ]]; then kill "$tool" 2>/dev/null || true; wait "$tool" 2>/dev/null || true; fi
+  stop_busy
+  if [[ -z "${RESULTS_DIR:-}" ]]; then rm -rf "$results"; fi
 }

@@ -31,25 +31,9 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-if [[ -n "${RESULTS_DIR:-}" ]]; then
-  results="$RESULTS_DIR"
-  mkdir -p "$results"
-else
-  results="$(mktemp -d)"
-fi
-
 # shellcheck source=lib.sh
 source "$here/lib.sh"
-tool=""
-# shellcheck disable=SC2317  # run by the trap below
-cleanup() {
-  if [[ -n $tool ]]; then kill "$tool" 2>/dev/null || true; wait "$tool" 2>/dev/null || true; fi
-  stop_busy
-  if [[ -z "${RESULTS_DIR:-}" ]]; then rm -rf "$results"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+open_results
 
 build_tool Scaling
 scaling="$bin/Scaling"
