@@ -1,6 +1,8 @@
 import Foundation
-import SingleWriter
+import SingleWriterAtomics
 import Testing
+
+@testable import SingleWriter
 
 /// Found by the generated-program checker (backlog theme): a `writeNext` that queued, then
 /// found the checkout free on arriving (here after waiting for room in a bounded backlog)
@@ -10,18 +12,20 @@ import Testing
 /// for room that only it could make, and hung. Now its own body runs in place, as when the
 /// writer is free.
 @Suite struct KeptOwnBodyTests {
+  /// The waiting thread is made to arrive after the holder has freed the checkout: once it
+  /// has asked for room, the test takes the ask back, so the release does not wake it and
+  /// it finds the room only at its next recheck, with the checkout long free. An attempt
+  /// in which it asked again before the release is retried.
   @Test func aProxyKeptByABodyItsCallerServedCountsAsTheCallers() async {
     let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
-      for _ in 0..<40 {
+      for _ in 0..<1_000 {
         let box = ThreadSafeSingleWriter(value: CheckedPair(), maxQueuedWrites: 1)
         var held = box.writer
         box.writeNext { $0.write.a += 1 }  // fills the bound
         let outcome = Locked("")
         Thread.detachNewThread {
           let kept = KeptProxy()  // keeps a proxy for this thread only
-          // Waits for room; once the holder has served the write ahead, this call often
-          // finds the checkout free and serves its own body, which keeps the proxy here.
-          box.writeNext { proxy in
+          box.writeNext { proxy in  // waits for room
             _ = kept.keep(proxy)
           }
           guard let proxy = kept.take() else { return outcome.withLock { $0 = "elsewhere" } }
@@ -31,10 +35,12 @@ import Testing
           proxy.write.a += 1
           outcome.withLock { $0 = "returned" }
         }
-        usleep(5_000)
-        held = nil
+        while sw_load_relaxed(box.lock.roomWanted) == 0 { usleep(50) }
+        sw_store_release(box.lock.roomWanted, 0)
+        held = nil  // serves the write ahead, then frees the checkout
         _ = held
-        for _ in 0..<200 where outcome.withLock({ $0.isEmpty }) { usleep(10_000) }
+        // A watchdog, not a timing: the thread returns within milliseconds unless it hangs.
+        for _ in 0..<6_000 where outcome.withLock({ $0.isEmpty }) { usleep(10_000) }
         switch outcome.withLock({ $0 }) {
         case "elsewhere": continue
         case "returned": print("SELF-SERVED-RETURNED")

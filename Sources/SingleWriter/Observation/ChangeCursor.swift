@@ -30,8 +30,9 @@ struct ChangeCursor<Element> {
   }
 
   /// The next element: at once if a checkout changed the value since the last one,
-  /// else after sleeping until one does. Resumed at most once per batch of checkouts,
-  /// it then reads the newest value itself, so a slow consumer gets no backlog.
+  /// else after sleeping until one does. Resumed at most twice per batch of checkouts
+  /// (the second time to wait out a checkout it found half done), it then reads the
+  /// newest value itself, so a slow consumer gets no backlog.
   mutating func next(isolation: isolated (any Actor)?) async -> Element? {
     let hub = subscription.hub
     while !finished, !Task.isCancelled {

@@ -100,7 +100,7 @@ extension SingleWriter {
   /// ```
   ///
   /// Same semantics as `ThreadSafeSingleWriter.changes()`: a slow consumer is resumed
-  /// once per batch of checkouts and reads the newest value itself; a checkout end costs
+  /// at most twice per batch of checkouts and reads the newest value itself; a checkout end costs
   /// one version bump however many streams are idle. Iterate it where the container
   /// lives, for example in a `@MainActor` task: the loop resumes there directly, with no
   /// hop per value. When `Value` is `Equatable`, the overload that skips repeats is

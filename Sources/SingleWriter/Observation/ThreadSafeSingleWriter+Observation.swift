@@ -98,7 +98,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// }
   /// ```
   ///
-  /// A consumer slower than the writers is resumed once per batch of checkouts and gets
+  /// A consumer slower than the writers is resumed at most twice per batch of checkouts and gets
   /// the newest value, not a backlog. A checkout end costs one atomic increment per
   /// container, however many streams are idle. A consumer may write back to the
   /// container.
