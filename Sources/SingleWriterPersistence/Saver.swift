@@ -5,8 +5,8 @@ import SingleWriter
 /// What saves a ``PersistedState``: one save at a time, on its own queue, of the newest
 /// value its change stream delivered, and the bookkeeping `saved()` waits on.
 ///
-/// Versions are the container's publication versions (`publishedVersion`): 28 bits that
-/// wrap, compared within half their range.
+/// Versions are the container's publication versions (`publishedVersion`), which never
+/// wrap.
 final class Saver<Value: Sendable>: @unchecked Sendable {
   // Sendable: the `let`s are immutable and Sendable; every `var` is touched only under
   // `lock`.
@@ -20,19 +20,19 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   let lock = NSLock()
 
   /// The version on disk: the newest saved, or the one loaded (or started from).
-  var savedVersion: UInt32
+  var savedVersion: UInt64
   /// The newest value whose save failed, kept for `saved()` to retry, with its error.
-  var failure: (version: UInt32, value: Value, error: PersistenceError)?
+  var failure: (version: UInt64, value: Value, error: PersistenceError)?
   /// A retry of `failure` is queued.
   var retrying = false
   /// `saved()` calls waiting for a version to reach the disk.
-  var flushes: [(version: UInt32, continuation: CheckedContinuation<Void, any Error>)] = []
+  var flushes: [(version: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
   /// `failures()` streams, by id.
   var failureStreams: [UInt64: AsyncStream<PersistenceError>.Continuation] = [:]
   var nextStreamID: UInt64 = 0
 
   init(
-    file: StateFile, version: UInt32, encode: @escaping @Sendable (Value) throws -> Data,
+    file: StateFile, version: UInt64, encode: @escaping @Sendable (Value) throws -> Data,
     onFailure: (@Sendable (PersistenceError) -> Void)?
   ) {
     self.file = file
@@ -45,10 +45,8 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   // streams end too, else a task iterating one would wait forever.
   deinit { for stream in failureStreams.values { stream.finish() } }
 
-  /// Whether `version` is `other` or newer, in 28-bit serial arithmetic.
-  static func isAtLeast(_ version: UInt32, _ other: UInt32) -> Bool {
-    (version &- other) & 0x0FFF_FFFF < 0x0800_0000
-  }
+  /// Whether `version` is `other` or newer: the hub's versions never wrap.
+  static func isAtLeast(_ version: UInt64, _ other: UInt64) -> Bool { version >= other }
 
   /// Saves each value `changes` delivers, one at a time: a value delivered while a save
   /// runs waits, and the stream hands over only the newest, so a burst of writes ends in
@@ -69,7 +67,7 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
 
   /// Saves `value` on the queue and returns when done, unless the disk has it already
   /// (the first value delivered is the one loaded).
-  func save(_ value: Value, version: UInt32) async {
+  func save(_ value: Value, version: UInt64) async {
     guard lock.withLock({ !Self.isAtLeast(savedVersion, version) }) else { return }
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
       queue.async {
@@ -81,7 +79,7 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
 
   /// On the queue: encodes and writes `value`, unless a newer one is on disk already, and
   /// settles the flushes it satisfies.
-  func write(_ value: Value, version: UInt32) {
+  func write(_ value: Value, version: UInt64) {
     guard lock.withLock({ !Self.isAtLeast(savedVersion, version) }) else { return }
     let outcome: Result<Void, PersistenceError>
     do {
@@ -121,9 +119,9 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   /// Returns once `version` is on disk; throws if the save that should have put it there
   /// failed. A version whose save failed already is saved again first (from the value
   /// kept), so that a flush after a passing failure, a folder made again, succeeds.
-  func flush(through version: UInt32) async throws {
+  func flush(through version: UInt64) async throws {
     try await withCheckedThrowingContinuation { continuation in
-      let retry: (version: UInt32, value: Value)? = lock.withLock {
+      let retry: (version: UInt64, value: Value)? = lock.withLock {
         if Self.isAtLeast(savedVersion, version) {
           continuation.resume()
           return nil

@@ -6,18 +6,19 @@ import Testing
 /// agrees with a model of the protocol written here a second time, over named fields
 /// instead of bits.
 @Suite struct ChangeHubWordTests {
-  /// Versions count modulo 2^28, the width the word leaves them.
-  static let versions: UInt32 = 1 << 28
+  /// Versions count modulo 2^60, the width the word leaves them: never reached, but the
+  /// arithmetic is checked across it all the same.
+  static let versions: UInt64 = 1 << 60
 
   /// The hub's state, spelled out.
   struct Model: Hashable, CustomStringConvertible {
-    var version: UInt32 = 0
+    var version: UInt64 = 0
     var waiting = false
     var tracked = false
     var closed = false
     var snapshotWanted = false
 
-    init(version: UInt32 = 0) { self.version = version }
+    init(version: UInt64 = 0) { self.version = version }
 
     init(_ word: ChangeHubWord) {
       version = word.version
@@ -32,7 +33,7 @@ import Testing
     /// The invariants, as the docs state them.
     var isLegal: Bool { !closed || (!waiting && !snapshotWanted) }
 
-    var nextVersion: UInt32 { (version + 1) % ChangeHubWordTests.versions }
+    var nextVersion: UInt64 { (version + 1) % ChangeHubWordTests.versions }
   }
 
   /// One event, as the word applies it and as the model says it should. A blind event
@@ -62,7 +63,7 @@ import Testing
   }
 
   /// The versions a publication may start from: past a new hub's 0, and across the wrap.
-  static let publishing: Set<UInt32> = [0, 1, versions - 2, versions - 1]
+  static let publishing: Set<UInt64> = [0, 1, versions - 2, versions - 1]
 
   static let events: [Event] = [
     Event(
@@ -140,7 +141,7 @@ import Testing
       }),
   ]
 
-  /// Every word reachable from a new hub's, and from one 2^28 − 2 publications later.
+  /// Every word reachable from a new hub's, and from one 2^60 − 2 publications later.
   static func reachable() -> (
     states: Set<Model>, transitions: Int, mismatches: [String]
   ) {
@@ -187,8 +188,8 @@ import Testing
   @Test func theInvariantCheckRejectsEveryIllegalWord() {
     // Every flag combination at versions 0, 1 and the last before the wrap: the word's
     // check and the model's statement of the invariants agree on each.
-    for version: UInt32 in [0, 1, Self.versions - 1] {
-      for flags in UInt32(0)..<ChangeHubWord.versionStep {
+    for version: UInt64 in [0, 1, Self.versions - 1] {
+      for flags in UInt64(0)..<ChangeHubWord.versionStep {
         let word = ChangeHubWord(raw: version << ChangeHubWord.versionShift | flags)
         #expect((word.invariantViolation == nil) == Model(word).isLegal, "\(word)")
       }

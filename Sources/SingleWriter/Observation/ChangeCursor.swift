@@ -10,7 +10,7 @@
 struct ChangeCursor<Element> {
   @usableFromInline let subscription: ChangeSubscription<Element>
   /// The version the last delivered element belongs to.
-  @usableFromInline var seen: UInt32
+  @usableFromInline var seen: UInt64
   /// The last delivered element, kept only when repeats are skipped.
   @usableFromInline var last: Element?
   @usableFromInline var started = false
@@ -103,7 +103,7 @@ struct ChangeCursor<Element> {
 
   /// Sleeps until the version moves past `version`, the hub closes or the task is
   /// cancelled.
-  mutating func sleep(after version: UInt32, isolation: isolated (any Actor)?) async {
+  mutating func sleep(after version: UInt64, isolation: isolated (any Actor)?) async {
     if sleeperID == 0 { sleeperID = subscription.hub.makeSleeperID() }
     await subscription.hub.waitForChange(after: version, id: sleeperID, isolation: isolation)
   }

@@ -16,7 +16,7 @@ final class ChangeHub: @unchecked Sendable {
   // is set with release ordering, and read only after that bit is seen with acquire.
 
   /// A ``ChangeHubWord``: the version and the flags. Written only by the driver below.
-  @usableFromInline let word: UnsafeMutablePointer<sw_atomic_u32>
+  @usableFromInline let word: UnsafeMutablePointer<sw_atomic_u64>
   /// Guards the fields below and orders sleepers against publishers.
   let mutex: UnsafeMutablePointer<sw_mutex>
   /// Consumers asleep until the version changes, with the ids their cancellation uses.
@@ -38,14 +38,14 @@ final class ChangeHub: @unchecked Sendable {
   /// A copy of the value as a checkout ended with it, a `LastValue<Value>`, kept at the
   /// request of a consumer that found the value half done, and the version it belongs to.
   var snapshot: AnyObject?
-  var snapshotVersion: UInt32 = 0
+  var snapshotVersion: UInt64 = 0
   /// How many snapshots have been kept: a consumer takes one only if it was kept after
   /// the value it last delivered was read, so that it never goes back to an older value.
   var snapshotCount: UInt64 = 0
 
   @usableFromInline init() {
     word = .allocate(capacity: 1)
-    word.initialize(to: sw_atomic_u32())
+    word.initialize(to: sw_atomic_u64())
     mutex = .allocate(capacity: 1)
     mutex.initialize(to: sw_mutex())
   }
@@ -61,7 +61,7 @@ final class ChangeHub: @unchecked Sendable {
 
   /// The word now, with acquire ordering: values written before its version was published
   /// are visible to a read that follows.
-  @inlinable var current: ChangeHubWord { ChangeHubWord(raw: sw_load_acquire(word)) }
+  @inlinable var current: ChangeHubWord { ChangeHubWord(raw: sw_u64_load_acquire(word)) }
 
   /// Applies a blind event with one atomic read-modify-write, `change`, and returns the
   /// word it replaced. Debug builds check that `transition` allows that word and makes
@@ -70,11 +70,11 @@ final class ChangeHub: @unchecked Sendable {
   func apply(
     _ change: ChangeHubWord.Change, _ transition: (ChangeHubWord) -> ChangeHubWord?
   ) -> ChangeHubWord {
-    let old: UInt32
+    let old: UInt64
     switch change {
-    case .add(let amount): old = sw_fetch_add(word, amount)
-    case .insert(let bits): old = sw_fetch_or(word, bits)
-    case .remove(let bits): old = sw_fetch_and(word, ~bits)
+    case .add(let amount): old = sw_u64_fetch_add(word, amount)
+    case .insert(let bits): old = sw_u64_fetch_or(word, bits)
+    case .remove(let bits): old = sw_u64_fetch_and(word, ~bits)
     }
     let replaced = ChangeHubWord(raw: old)
     assert(Self.check(replaced, change, transition))
@@ -89,8 +89,8 @@ final class ChangeHub: @unchecked Sendable {
   func applyConfined(
     _ change: ChangeHubWord.Change, _ transition: (ChangeHubWord) -> ChangeHubWord?
   ) -> ChangeHubWord {
-    let replaced = ChangeHubWord(raw: sw_load_relaxed(word))
-    sw_store_release(word, replaced.applying(change).raw)
+    let replaced = ChangeHubWord(raw: sw_u64_load_relaxed(word))
+    sw_u64_store_release(word, replaced.applying(change).raw)
     assert(Self.check(replaced, change, transition))
     return replaced
   }
@@ -100,10 +100,10 @@ final class ChangeHub: @unchecked Sendable {
   /// compare-and-exchange on `word`; debug builds check every new word.
   @discardableResult
   func update(_ transition: (ChangeHubWord) -> ChangeHubWord?) -> ChangeHubWord? {
-    var old = ChangeHubWord(raw: sw_load_relaxed(word))
+    var old = ChangeHubWord(raw: sw_u64_load_relaxed(word))
     while let new = transition(old) {
       assert(new.invariantViolation == nil, "\(old) -> \(new): \(new.invariantViolation!)")
-      let found = sw_cas_value(word, old.raw, new.raw)
+      let found = sw_u64_cas_value(word, old.raw, new.raw)
       if found == old.raw { return old }
       old.raw = found
     }
@@ -131,7 +131,7 @@ final class ChangeHub: @unchecked Sendable {
 
   /// The current version: values written before it was published are visible to a read
   /// that follows.
-  @inlinable var version: UInt32 { current.version }
+  @inlinable var version: UInt64 { current.version }
 
   /// Announces one changing checkout: a version bump, and the slow path only if someone
   /// sleeps or the Observation module tracks the container.
@@ -198,7 +198,7 @@ final class ChangeHub: @unchecked Sendable {
 
   /// Whether a consumer waits for a snapshot; the checkout's holder looks before it
   /// publishes.
-  @inlinable var wantsSnapshot: Bool { ChangeHubWord(raw: sw_load_relaxed(word)).wantsSnapshot }
+  @inlinable var wantsSnapshot: Bool { ChangeHubWord(raw: sw_u64_load_relaxed(word)).wantsSnapshot }
 
   /// A consumer found the value half done, and every checkout may be, in a stream of them:
   /// asks the next checkout end to keep a copy.
@@ -224,7 +224,7 @@ final class ChangeHub: @unchecked Sendable {
   /// may read a value newer than the version it read just before.
   func snapshot<Value>(
     of type: Value.Type, after count: UInt64
-  ) -> (value: Value, version: UInt32, count: UInt64)? {
+  ) -> (value: Value, version: UInt64, count: UInt64)? {
     withLock {
       guard let snapshot, snapshotCount > count else { return nil }
       return ((snapshot as! LastValue<Value>).value, snapshotVersion, snapshotCount)
@@ -255,7 +255,7 @@ final class ChangeHub: @unchecked Sendable {
   /// is cancelled. Resumes in `isolation`: a main-actor consumer resumes on the main
   /// actor directly, with no hop through the global executor.
   func waitForChange(
-    after seen: UInt32, id: UInt64, isolation: isolated (any Actor)? = #isolation
+    after seen: UInt64, id: UInt64, isolation: isolated (any Actor)? = #isolation
   ) async {
     await withTaskCancellationHandler {
       await withUnsafeContinuation(isolation: isolation) { continuation in

@@ -1,4 +1,4 @@
-/// A ``ChangeHub``'s 32-bit word, typed: the only code that names a bit. Every change to
+/// A ``ChangeHub``'s 64-bit word, typed: the only code that names a bit. Every change to
 /// the word is one of the transitions below, applied by the hub's driver (`apply`,
 /// `applyConfined`, `update`); debug builds check `invariantViolation` on every word a
 /// transition produces. The article "How the hand-off works" gives the table.
@@ -7,9 +7,9 @@
 /// atomic add that bumps the version, whether anyone must be woken or notified.
 @usableFromInline
 struct ChangeHubWord: Equatable, Sendable, CustomStringConvertible {
-  @usableFromInline var raw: UInt32
+  @usableFromInline var raw: UInt64
 
-  @inlinable init(raw: UInt32) { self.raw = raw }
+  @inlinable init(raw: UInt64) { self.raw = raw }
 
   // MARK: Bits
 
@@ -17,22 +17,22 @@ struct ChangeHubWord: Equatable, Sendable, CustomStringConvertible {
   /// wake them. A cancelled sleeper leaves it set, since cancellation runs on another
   /// thread and a ``SingleWriter``'s publications do not read-modify-write the word; the
   /// next publication then takes the slow path once for nothing.
-  @inlinable static var waiting: UInt32 { 1 }
+  @inlinable static var waiting: UInt64 { 1 }
   /// The Observation module tracks the container: every publication notifies it.
-  @inlinable static var tracked: UInt32 { 2 }
+  @inlinable static var tracked: UInt64 { 2 }
   /// The container is gone: no more publications.
-  @inlinable static var closed: UInt32 { 4 }
+  @inlinable static var closed: UInt64 { 4 }
   /// A consumer found the value half done: the next checkout end keeps a snapshot.
-  @inlinable static var snapshotWanted: UInt32 { 8 }
-  @inlinable static var versionShift: UInt32 { 4 }
-  /// One publication. The version wraps after 2^28 of them; consumers only compare it for
-  /// equality, so a wrap is missed only if exactly that many happen while one looks away.
-  @inlinable static var versionStep: UInt32 { 1 << versionShift }
+  @inlinable static var snapshotWanted: UInt64 { 8 }
+  @inlinable static var versionShift: UInt64 { 4 }
+  /// One publication. 60 bits of version do not wrap in any program's lifetime, so a
+  /// later version is always a larger one, which the persistence module relies on.
+  @inlinable static var versionStep: UInt64 { 1 << versionShift }
 
   // MARK: Reading the word
 
-  /// Bumped by each publication; only compared for equality.
-  @inlinable var version: UInt32 { raw >> Self.versionShift }
+  /// Bumped by each publication; never wraps.
+  @inlinable var version: UInt64 { raw >> Self.versionShift }
   @inlinable var isWaiting: Bool { raw & Self.waiting != 0 }
   @inlinable var isTracked: Bool { raw & Self.tracked != 0 }
   @inlinable var isClosed: Bool { raw & Self.closed != 0 }
@@ -43,7 +43,7 @@ struct ChangeHubWord: Equatable, Sendable, CustomStringConvertible {
   @inlinable var publicationIsSlow: Bool { raw & (Self.waiting | Self.tracked) != 0 }
 
   /// The version the next publication makes, which a snapshot kept now belongs to.
-  @inlinable var nextVersion: UInt32 { applying(Self.publication).version }
+  @inlinable var nextVersion: UInt64 { applying(Self.publication).version }
 
   /// The rule a legal word breaks, or `nil`.
   ///
@@ -72,9 +72,9 @@ struct ChangeHubWord: Equatable, Sendable, CustomStringConvertible {
   /// How the driver applies an event that changes every word it allows the same way:
   /// with one atomic read-modify-write, not a compare-and-exchange loop.
   @usableFromInline enum Change: Equatable, Sendable {
-    case add(UInt32)
-    case insert(UInt32)
-    case remove(UInt32)
+    case add(UInt64)
+    case insert(UInt64)
+    case remove(UInt64)
   }
 
   @inlinable @inline(__always) func applying(_ change: Change) -> ChangeHubWord {
@@ -102,7 +102,7 @@ struct ChangeHubWord: Equatable, Sendable, CustomStringConvertible {
 
   /// A consumer that has delivered version `seen` goes to sleep, under the hub's lock;
   /// `nil` if there is something to read (a newer version, or the close).
-  @inlinable func sleep(after seen: UInt32) -> ChangeHubWord? {
+  @inlinable func sleep(after seen: UInt64) -> ChangeHubWord? {
     version == seen && !isClosed ? ChangeHubWord(raw: raw | Self.waiting) : nil
   }
 

@@ -12,23 +12,23 @@ final class ChangeSubscription<Element> {
   @usableFromInline let readLast: () -> Element?
   /// Reads the snapshot a checkout's end kept, with its version and count, if it was kept
   /// after the given count.
-  @usableFromInline let readSnapshot: (UInt64) -> (value: Element, version: UInt32, count: UInt64)?
+  @usableFromInline let readSnapshot: (UInt64) -> (value: Element, version: UInt64, count: UInt64)?
   /// Whether two elements are the same, for skipping repeats; `nil` delivers every change.
   @usableFromInline let isRepeat: ((Element, Element) -> Bool)?
   /// The element at subscription (`nil` if a checkout was part-way through it then), and
   /// the version it belongs to.
   @usableFromInline let initial: Element?
-  @usableFromInline let initialVersion: UInt32
+  @usableFromInline let initialVersion: UInt64
   /// The hub's count of snapshots at subscription: older ones are older than `initial`.
   @usableFromInline let initialSnapshots: UInt64
   /// Unregisters from the container, if it still exists.
   let leave: () -> Void
 
   init(
-    hub: ChangeHub, initial: ChangeRead<Element>, version: UInt32,
+    hub: ChangeHub, initial: ChangeRead<Element>, version: UInt64,
     isRepeat: ((Element, Element) -> Bool)?,
     read: @escaping () -> ChangeRead<Element>, readLast: @escaping () -> Element?,
-    readSnapshot: @escaping (UInt64) -> (value: Element, version: UInt32, count: UInt64)?,
+    readSnapshot: @escaping (UInt64) -> (value: Element, version: UInt64, count: UInt64)?,
     leave: @escaping () -> Void
   ) {
     self.hub = hub

@@ -1,4 +1,4 @@
-// C11 atomics on the two word sizes the library needs, plus the chaos hook.
+// C11 atomics on the word sizes the library needs, plus the chaos hook.
 //
 // Why C: Apple's `Synchronization` module would raise the deployment target to iOS 18 /
 // macOS 15 for one flag, and swift-atomics would be a package dependency. <stdatomic.h>
@@ -117,6 +117,62 @@ static inline uint32_t sw_fetch_and(sw_atomic_u32 *a, uint32_t v) {
 static inline uint32_t sw_exchange(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
   uint32_t old = atomic_exchange_explicit(&a->value, v, memory_order_acq_rel);
+  SW_CHAOS();
+  return old;
+}
+
+/// A 64-bit atomic word, for a count that must not wrap in a program's lifetime (a
+/// change hub's version). Nothing waits on it.
+typedef struct {
+  _Atomic(uint64_t) value;
+} sw_atomic_u64;
+
+static inline uint64_t sw_u64_load_relaxed(sw_atomic_u64 *a) {
+  SW_CHAOS();
+  uint64_t v = atomic_load_explicit(&a->value, memory_order_relaxed);
+  SW_CHAOS();
+  return v;
+}
+
+static inline uint64_t sw_u64_load_acquire(sw_atomic_u64 *a) {
+  SW_CHAOS();
+  uint64_t v = atomic_load_explicit(&a->value, memory_order_acquire);
+  SW_CHAOS();
+  return v;
+}
+
+static inline void sw_u64_store_release(sw_atomic_u64 *a, uint64_t v) {
+  SW_CHAOS();
+  atomic_store_explicit(&a->value, v, memory_order_release);
+  SW_CHAOS();
+}
+
+/// `sw_cas_value` on 64 bits.
+static inline uint64_t sw_u64_cas_value(sw_atomic_u64 *a, uint64_t expected, uint64_t desired) {
+  SW_CHAOS();
+  atomic_compare_exchange_strong_explicit(
+      &a->value, &expected, desired, memory_order_acq_rel, memory_order_relaxed);
+  SW_CHAOS();
+  return expected;
+}
+
+static inline uint64_t sw_u64_fetch_add(sw_atomic_u64 *a, uint64_t v) {
+  SW_CHAOS();
+  uint64_t old = atomic_fetch_add_explicit(&a->value, v, memory_order_acq_rel);
+  SW_CHAOS();
+  return old;
+}
+
+static inline uint64_t sw_u64_fetch_or(sw_atomic_u64 *a, uint64_t v) {
+  SW_CHAOS();
+  uint64_t old = atomic_fetch_or_explicit(&a->value, v, memory_order_acq_rel);
+  SW_CHAOS();
+  return old;
+}
+
+static inline uint64_t sw_u64_fetch_and(sw_atomic_u64 *a, uint64_t v) {
+  SW_CHAOS();
+  uint64_t old = atomic_fetch_and_explicit(&a->value, v, memory_order_acq_rel);
   SW_CHAOS();
   return old;
 }

@@ -11,8 +11,10 @@ import Testing
 
 @Suite(.serialized) struct AttackPassChangesDuringAnOpenTransaction {
   /// A write is published, then an async transaction takes the writer and stays open until
-  /// the consumer has had its element (or for a while). The consumer must get the write
-  /// before the body returns, and never the body's draft.
+  /// the consumer has had its element. The consumer must get the write before the body
+  /// returns, and never the body's draft. (The body's wait is a watchdog: with a bound of
+  /// 2 s it once ran out under a loaded full run before the consumer was scheduled, and
+  /// the test then waited forever for a third value.)
   @Test func aConsumerGetsTheLastCommitWhileAnAsyncTransactionIsOpen() async {
     let box = ThreadSafeSingleWriter(value: 0)
     var iterator = box.changes().makeAsyncIterator()
@@ -24,7 +26,7 @@ import Testing
       try await box.transaction { value in
         value = 99
         bodyOpen.withLock { $0 = true }
-        var polls = 2_000
+        var polls = 60_000
         while !consumed.isSet, polls > 0 {
           try? await Task.sleep(nanoseconds: 1_000_000)
           polls -= 1
@@ -40,15 +42,12 @@ import Testing
     _ = try? await transaction.value
     #expect(next == 1, "the consumer saw \(String(describing: next))")
     #expect(stillOpen, "the consumer waited for the transaction's body")
-    #expect(await iterator.next() == 2)
+    // Only if it has not had the commit already: else this would wait forever.
+    if next == 1 { #expect(await iterator.next() == 2) }
   }
 
   /// The same with a synchronous transaction held open on a thread of its own.
-  @Test(
-    .disabled(
-      "hung twice in the full run on the portable wait path (CI, 2026-11-28), never alone; open"
-    ))
-  func aConsumerGetsTheLastCommitWhileASyncTransactionIsOpen() async {
+  @Test func aConsumerGetsTheLastCommitWhileASyncTransactionIsOpen() async {
     let box = ThreadSafeSingleWriter(value: 0)
     var iterator = box.changes().makeAsyncIterator()
     #expect(await iterator.next() == 0)
@@ -60,7 +59,7 @@ import Testing
       box.transaction { value in
         value = 99
         bodyOpen.withLock { $0 = true }
-        _ = eventually(atMost: 2) { consumed.isSet }
+        _ = eventually { consumed.isSet }
         value = 2
         bodyOpen.withLock { $0 = false }
       }
@@ -78,6 +77,7 @@ import Testing
     }
     #expect(next == 1, "the consumer saw \(String(describing: next))")
     #expect(stillOpen, "the consumer waited for the transaction's body")
-    #expect(await iterator.next() == 2)
+    // Only if it has not had the commit already: else this would wait forever.
+    if next == 1 { #expect(await iterator.next() == 2) }
   }
 }
