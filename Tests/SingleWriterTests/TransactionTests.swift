@@ -135,15 +135,21 @@ func onOwnThread(_ body: @escaping @Sendable () -> Void) -> SharedFlag {
   @Test func writesQueuedFromOtherThreadsRunAfterTheCommitInOrder() async {
     let box = ThreadSafeSingleWriter(value: [String]())
     let waited = DispatchSemaphore(value: 0)
+    let inBody = SharedFlag()
     // Blocking calls on threads of their own: the cooperative pool may have two threads.
     let body = onOwnThread {
       box.transaction { log in
+        inBody.set()
         log.append("transaction")
         waited.wait()  // until the three writes below wait behind it
         log.append("commit")
       }
     }
-    await waitUntil { box.writer == nil && box.queuedWrites == 0 }
+    // Not `box.writer == nil`, which takes the writer when it is free: a transaction that
+    // found it taken slept, and asked the next closure write to take the priority gate. It
+    // then held the gate for its whole body, and `withWriter` below slept on the gate
+    // instead of queueing.
+    await waitUntil { inBody.isSet }
     writeNextFromAnotherThread(box) { $0.write.append("writeNext") }
     let asyncWrite = Task.detached { await box.write { $0.append("await write") } }
     await waitUntil { box.queuedWrites == 2 }

@@ -106,9 +106,9 @@ extension ThreadSafeWriterProxy {
       yield value.pointee
     }
     _modify {
-      lock.beginProxyWriting()
+      let begun = lock.beginProxyWriting()
       defer {
-        lock.endWriting()
+        lock.endWriting(from: begun)
         _fixLifetime(self)
       }
       lock.checkLend(generation)

@@ -40,6 +40,7 @@ struct WriterLock {
   @inlinable var gateWanted: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_wanted(sync) }
   @inlinable var gate: UnsafeMutablePointer<sw_gate> { sw_ts_gate(sync) }
   @inlinable var closureWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_closure_word(sync) }
+  @inlinable var accessWord: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_access_word(sync) }
   @inlinable var gateThread: UnsafeMutablePointer<sw_atomic_uptr> { sw_ts_gate_thread(sync) }
   @inlinable var gateSleeps: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_gate_sleeps(sync) }
   @inlinable var arrivedWrites: UnsafeMutablePointer<sw_atomic_uptr> {
@@ -256,7 +257,7 @@ struct WriterLock {
   /// Takes `writing` for one access by this thread (a transaction's commit), waiting for
   /// readers and other accesses to finish.
   @inlinable @inline(__always) func beginWriting() {
-    if !tryBeginWriting() { waitToBeginWriting(sw_current_thread()) }
+    if tryBeginWriting() == 0 { waitToBeginWriting(sw_current_thread()) }
     sw_uptr_store(writingThread, sw_current_thread())
     sw_seq_begin_write(sequence)
   }
@@ -270,8 +271,11 @@ struct WriterLock {
   /// Inlined whole, with the runtime's own entry point called directly: this runs on every
   /// access through a held proxy, the path the container is for, where a call through the
   /// C layer's looked-up pointer cost as much again as the access.
-  @inlinable @inline(__always) func beginProxyWriting() {
-    if !tryBeginWriting() { waitToBeginWriting(sw_current_thread()) }
+  ///
+  /// Returns the word it installed, for `endWriting(from:)`, or 0 if it waited.
+  @inlinable @inline(__always) func beginProxyWriting() -> UInt32 {
+    let begun = tryBeginWriting()
+    if begun == 0 { waitToBeginWriting(sw_current_thread()) }
     let me = sw_current_thread()
     // The thread first, then the task over it if there is one: nothing is kept in a
     // register across the runtime's call, which costs every access more than the second
@@ -282,26 +286,38 @@ struct WriterLock {
       if task != 0 { sw_uptr_store(writingThread, task) }
     }
     sw_seq_begin_write(sequence)
+    return begun
   }
 
-  /// One attempt to take `writing`, inline. The two common words first, each a constant
-  /// exchange: a checkout with nothing else going on, or one whose queue is being served.
-  /// Any other word is guessed from the loaded one with the bits the transition ignores
-  /// kept (queued, observed, dirty, parked), `writer` set and those it waits for cleared,
-  /// so an observed checkout's accesses begin here too. A wait goes through the driver, out
-  /// of line, so that the accessors around this stay small enough to inline.
-  @inlinable @inline(__always) func tryBeginWriting() -> Bool {
-    let loaded = word.raw
-    let queued = WriterWord.writer | WriterWord.queued
-    if loaded == queued {
-      return tryUpdate(from: WriterWord(raw: queued), { $0.beginAccess() }) == .begun
-    }
-    if loaded == WriterWord.writer {
-      return tryUpdate(from: WriterWord(raw: WriterWord.writer), { $0.beginAccess() }) == .begun
-    }
+  /// One attempt to take `writing`, inline; returns the word it installed, or 0. First
+  /// from the word the last access began from (`accessWord`), with no load of the state
+  /// word before the exchange. If that guess is stale, the exchange returns the word, and
+  /// the second guess is made from it: the bits the transition ignores kept (queued,
+  /// observed, dirty, parked), `writer` set and those it waits for cleared, so an observed
+  /// checkout's accesses, and those of one being served, begin here too. A wait goes
+  /// through the driver, out of line, so that the accessors around this stay small
+  /// enough to inline.
+  @inlinable @inline(__always) func tryBeginWriting() -> UInt32 {
+    let hinted = WriterWord(raw: sw_load_relaxed(accessWord))
+    let (new, action) = hinted.beginAccess()
+    guard action == .begun else { return tryBeginWriting(found: word.raw) }
+    let found = sw_cas_value(state, hinted.raw, new.raw)
+    guard found == hinted.raw else { return tryBeginWriting(found: found) }
+    TransitionRow.taken()
+    return new.raw
+  }
+
+  /// `tryBeginWriting`'s second guess, from the word `found`; records the guess in
+  /// `accessWord` if it holds.
+  @inlinable @inline(__always) func tryBeginWriting(found: UInt32) -> UInt32 {
     let kept = WriterWord.queued | WriterWord.observed | WriterWord.dirty | WriterWord.parked
-    let guess = WriterWord(raw: loaded & kept | WriterWord.writer)
-    return tryUpdate(from: guess, { $0.beginAccess() }) == .begun
+    let guess = WriterWord(raw: found & kept | WriterWord.writer)
+    let (new, action) = guess.beginAccess()
+    assert(new.invariantViolation == nil, "\(guess) -> \(new): \(new.invariantViolation!)")
+    guard action == .begun, sw_cas_value(state, guess.raw, new.raw) == guess.raw else { return 0 }
+    TransitionRow.taken()
+    sw_store_relaxed(accessWord, guess.raw)
+    return new.raw
   }
 
   /// Waits for the readers and other accesses, then takes `writing`.
@@ -337,6 +353,29 @@ struct WriterLock {
   @inlinable @inline(__always) func endWriting() {
     sw_seq_end_write(sequence)
     releaseWriting()
+  }
+
+  /// `endWriting` for an access that installed `begun` (0 if it waited for `writing`):
+  /// from that word first, with no load before the exchange, since it has usually not
+  /// changed; then as `releaseWriting`, from the word the exchange found.
+  @inlinable @inline(__always) func endWriting(from begun: UInt32) {
+    sw_seq_end_write(sequence)
+    sw_uptr_store(writingThread, 0)
+    let found: UInt32
+    if begun != 0 {
+      let (next, wakes) = WriterWord(raw: begun).endAccess()
+      found = sw_cas_value(state, begun, next.raw)
+      if found == begun {
+        TransitionRow.taken()
+        if wakes { sw_wake_all(state) }
+        return
+      }
+    } else {
+      found = word.raw
+    }
+    // With `waiters` in the word, this guess fails and the slow end wakes them.
+    let guess = WriterWord(raw: found & ~WriterWord.waiters)
+    if tryUpdate(from: guess, { $0.endAccess() }) == nil { releaseWritingSlow() }
   }
 
   /// Drops `writing`, with the sequence already even again.

@@ -181,6 +181,12 @@ typedef struct {
   /// only by waits, which have found the writer busy; on this line, which they do not
   /// contend for.
   sw_atomic_u32 transaction_held;
+  /// The word the last write access through a proxy began from, stored when it changes:
+  /// the next access expects it instead of loading `state` first, since a load of a word
+  /// that a locked exchange has just written waits for that exchange to complete. Only a
+  /// guess, like `closure_word`: a stale one costs a retry, never a wrong transition. On
+  /// this line, which only the checkout's holder writes; the holder's line is full.
+  sw_atomic_u32 access_word;
   };
   char server_line[SW_CACHE_LINE];
   };
@@ -198,6 +204,7 @@ static inline sw_atomic_u32 *sw_ts_sequence(sw_ts_sync *s) { return &s->sequence
 static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->park_sequence; }
 static inline sw_atomic_u32 *sw_ts_spin_rounds(sw_ts_sync *s) { return &s->spin_rounds; }
 static inline sw_atomic_u32 *sw_ts_queued_hint(sw_ts_sync *s) { return &s->queued_hint; }
+static inline sw_atomic_u32 *sw_ts_access_word(sw_ts_sync *s) { return &s->access_word; }
 static inline sw_mutex *sw_ts_hand_off_lock(sw_ts_sync *s) { return &s->hand_off_lock; }
 static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
 static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }
