@@ -18,8 +18,12 @@ _Thread_local sw_sched_thread *sw_sched_self;
 
 // MARK: - Failures
 
-/// Names for words, newest last; shared by every search in the process.
-enum { SW_SCHED_NAMES = 64 };
+/// Names for words, newest last; shared by every search in the process. Searches of
+/// several suites run at once and name their words anew for every schedule: with 64
+/// slots, one suite's names pushed out another's while its failing schedule ran (a report
+/// said "a word" where the self-test expected the word's name). 4,096 outlast any
+/// schedule.
+enum { SW_SCHED_NAMES = 4096 };
 static struct {
   const void *word;
   char name[24];
