@@ -53,7 +53,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// Nothing is written until the first change: starting from `default` leaves no file.
   /// A file that cannot be decoded (corrupt, or from an incompatible version of `Value`)
   /// throws a ``PersistenceError`` that names the file and the decoder's error, and is
-  /// left exactly as it was, never replaced by `default`.
+  /// left exactly as it was, never replaced by `default`. A URL that is not a file's
+  /// throws one of kind `read`.
   ///
   /// - Parameters:
   ///   - file: Where the value is kept. Its folder is created on the first save if it is
@@ -93,6 +94,13 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
     decode: (Data) throws -> Value,
     onSaveFailure: (@Sendable (PersistenceError) -> Void)? = nil
   ) throws {
+    // Misuse, reported before anything is fetched: a web address would be downloaded
+    // here, and its path on this disk written by every save.
+    guard file.isFileURL else {
+      throw PersistenceError(
+        kind: .read, file: file,
+        underlying: CocoaError(.fileReadUnsupportedScheme, userInfo: [NSURLErrorKey: file]))
+    }
     let stateFile = StateFile(file)
     let initial: Value
     if let data = try stateFile.read() {

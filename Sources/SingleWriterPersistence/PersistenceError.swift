@@ -15,7 +15,8 @@ import Foundation
 public struct PersistenceError: LocalizedError, CustomStringConvertible {
   /// What could not be done.
   public enum Kind: Sendable, Equatable {
-    /// The file exists but could not be read (a folder, no permission).
+    /// The file exists but could not be read (a folder, no permission), or the URL is
+    /// not a file's.
     case read
     /// The file was read but is not a value of the type: corrupt, or from an
     /// incompatible version. It is left as it was.
@@ -42,7 +43,8 @@ public struct PersistenceError: LocalizedError, CustomStringConvertible {
     case .encode: verb = "cannot encode the value for"
     case .save: verb = "cannot save"
     }
-    return "SingleWriterPersistence: \(verb) \(file.path): \(underlying)"
+    let place = file.isFileURL ? file.path : file.absoluteString
+    return "SingleWriterPersistence: \(verb) \(place): \(underlying)"
   }
 
   /// The description, so that `localizedDescription` names the file and the failure too.

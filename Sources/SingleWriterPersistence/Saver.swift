@@ -121,22 +121,28 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   /// kept), so that a flush after a passing failure, a folder made again, succeeds.
   func flush(through version: UInt64) async throws {
     try await withCheckedThrowingContinuation { continuation in
-      let retry: (version: UInt64, value: Value)? = lock.withLock {
+      let retry: Bool = lock.withLock {
         if Self.isAtLeast(savedVersion, version) {
           continuation.resume()
-          return nil
+          return false
         }
         flushes.append((version, continuation))
         guard let failure, Self.isAtLeast(failure.version, version), !retrying else {
-          return nil
+          return false
         }
         retrying = true
-        return (failure.version, failure.value)
+        return true
       }
-      guard let retry else { return }
+      guard retry else { return }
       queue.async {
-        self.lock.withLock { self.retrying = false }
-        self.write(retry.value, version: retry.version)
+        // The newest failed value as the retry runs, not as it was queued: a newer save
+        // may have failed meanwhile, and a flush that found this retry queued waits for it.
+        let newest = self.lock.withLock { () -> (version: UInt64, value: Value)? in
+          self.retrying = false
+          return self.failure.map { ($0.version, $0.value) }
+        }
+        guard let newest else { return }
+        self.write(newest.value, version: newest.version)
       }
     }
   }

@@ -17,7 +17,9 @@ extension SingleWriter {
   /// ``writeNext(fileID:function:line:_:)`` from `body` runs after the commit and sees it.
   ///
   /// `body` works on a copy: for copy-on-write storage, its first write to each buffer
-  /// copies that buffer. The commit moves the copy in.
+  /// copies that buffer. The commit moves the copy in. The value it replaces, like a
+  /// throwing body's copy, is freed once the writer is free again, so a `deinit` there
+  /// may write to this container.
   ///
   /// Unlike `tryWrite`, the result is not discardable: `nil` means the transaction did not
   /// run. The defaulted `fileID`, `function` and `line` name the caller in debug builds'
@@ -28,11 +30,15 @@ extension SingleWriter {
     _ body: (inout Value) throws(E) -> R
   ) throws(E) -> R? {
     guard tryCheckout(file: fileID, function: function, line: line) else { return nil }
+    // Declared before the `defer`, so freed after it, with the checkout ended: the value
+    // from before the commit, or a throwing body's copy. A `deinit` there may write to
+    // this container, as after any write that replaced a value.
+    var draft: Value
     defer {
       endCheckout()
       _fixLifetime(self)  // the copy and the commit go through `storage`
     }
-    var draft = storage.pointee
+    draft = storage.pointee
     let result = try body(&draft)
     swap(&storage.pointee, &draft)
     isDirty = true
