@@ -298,18 +298,24 @@ struct WriterLock {
   /// through the driver, out of line, so that the accessors around this stay small
   /// enough to inline.
   @inlinable @inline(__always) func tryBeginWriting() -> UInt32 {
-    let hinted = WriterWord(raw: sw_load_relaxed(accessWord))
-    let (new, action) = hinted.beginAccess()
-    guard action == .begun else { return tryBeginWriting(found: word.raw) }
-    let found = sw_cas_value(state, hinted.raw, new.raw)
-    guard found == hinted.raw else { return tryBeginWriting(found: found) }
+    let expected = WriterWord(raw: sw_load_relaxed(accessWord))
+    guard expected.raw != 0 else { return tryBeginWriting(found: word.raw) }
+    // `beginAccess` of a word an access began from: it begins again.
+    let installed = expected.raw | WriterWord.writing | expected.dirtyIfObserved
+    #if DEBUG
+      // The transition the exchange takes, checked and counted as `tryUpdate` does.
+      let (new, action) = expected.beginAccess()
+      assert(new.raw == installed && action == .begun, "\(new) from \(expected)")
+    #endif
+    let found = sw_cas_value(state, expected.raw, installed)
+    guard found == expected.raw else { return tryBeginWriting(found: found) }
     TransitionRow.taken()
-    return new.raw
+    return installed
   }
 
-  /// `tryBeginWriting`'s second guess, from the word `found`; records the guess in
-  /// `accessWord` if it holds.
-  @inlinable @inline(__always) func tryBeginWriting(found: UInt32) -> UInt32 {
+  /// `tryBeginWriting`'s second guess, from the word `found`; records it in `accessWord`
+  /// if it holds. Out of line: the first guess rarely misses.
+  @usableFromInline @inline(never) func tryBeginWriting(found: UInt32) -> UInt32 {
     let kept = WriterWord.queued | WriterWord.observed | WriterWord.dirty | WriterWord.parked
     let guess = WriterWord(raw: found & kept | WriterWord.writer)
     let (new, action) = guess.beginAccess()
@@ -356,26 +362,21 @@ struct WriterLock {
   }
 
   /// `endWriting` for an access that installed `begun` (0 if it waited for `writing`):
-  /// from that word first, with no load before the exchange, since it has usually not
-  /// changed; then as `releaseWriting`, from the word the exchange found.
+  /// from that word, with no load before the exchange, since it has usually not changed.
+  /// No access installs `waiters`: if a reader set it since, the exchange fails and the
+  /// slow end wakes it.
   @inlinable @inline(__always) func endWriting(from begun: UInt32) {
     sw_seq_end_write(sequence)
     sw_uptr_store(writingThread, 0)
-    let found: UInt32
-    if begun != 0 {
-      let (next, wakes) = WriterWord(raw: begun).endAccess()
-      found = sw_cas_value(state, begun, next.raw)
-      if found == begun {
-        TransitionRow.taken()
-        if wakes { sw_wake_all(state) }
-        return
-      }
+    #if DEBUG
+      // The transition the exchange takes, counted as `tryUpdate` does.
+      if begun != 0 { _ = WriterWord(raw: begun).endAccess() }
+    #endif
+    if sw_cas_value(state, begun, begun & ~WriterWord.writing) == begun {
+      TransitionRow.taken()
     } else {
-      found = word.raw
+      releaseWritingSlow()
     }
-    // With `waiters` in the word, this guess fails and the slow end wakes them.
-    let guess = WriterWord(raw: found & ~WriterWord.waiters)
-    if tryUpdate(from: guess, { $0.endAccess() }) == nil { releaseWritingSlow() }
   }
 
   /// Drops `writing`, with the sequence already even again.

@@ -181,11 +181,11 @@ typedef struct {
   /// only by waits, which have found the writer busy; on this line, which they do not
   /// contend for.
   sw_atomic_u32 transaction_held;
-  /// The word the last write access through a proxy began from, stored when it changes:
-  /// the next access expects it instead of loading `state` first, since a load of a word
-  /// that a locked exchange has just written waits for that exchange to complete. Only a
-  /// guess, like `closure_word`: a stale one costs a retry, never a wrong transition. On
-  /// this line, which only the checkout's holder writes; the holder's line is full.
+  /// The word the last write access began from, stored when it changes: the next access
+  /// expects it instead of loading `state` first, since a load of a word that a locked
+  /// exchange has just written waits for that exchange to complete. Only a guess, like
+  /// `closure_word`: a stale one costs a retry, never a wrong transition. On this line,
+  /// which only the checkout's holder writes; the holder's line is full.
   sw_atomic_u32 access_word;
   };
   char server_line[SW_CACHE_LINE];
