@@ -36,16 +36,7 @@ import Testing
           value = 2
         }
       }
-      coaAwait(10, "the transaction never queued") { a.pendingCount == 1 }
-      let drainer = Task.detached {
-        await a.drained()
-        drained.set()
-        return a.read
-      }
-      coaAwait(10, "the drain never queued") { coaInboxCount(a) == 2 }
-      held = nil  // hands the writer to the transaction
-      _ = held
-      let seen = await drainer.value
+      let seen = await drainBehindTheQueuedTransaction(a, releasing: &held, drained) { a.read }
       _ = try? await transaction.value
       atkEnd(
         breakingIf: !bodyBegan.isSet || seen != 2,
@@ -79,16 +70,9 @@ import Testing
           throw CancellationError()
         }
       }
-      coaAwait(10, "the transaction never queued") { a.pendingCount == 1 }
-      let drainer = Task.detached {
-        await a.drained()
-        drained.set()
-        return ended.isSet
+      let endedFirst = await drainBehindTheQueuedTransaction(a, releasing: &held, drained) {
+        ended.isSet
       }
-      coaAwait(10, "the drain never queued") { coaInboxCount(a) == 2 }
-      held = nil
-      _ = held
-      let endedFirst = await drainer.value
       _ = try? await transaction.value
       atkEnd(
         breakingIf: !endedFirst || a.read != 0,
@@ -118,16 +102,7 @@ import Testing
         }
         done.set()
       }
-      coaAwait(10, "the transaction never queued") { a.pendingCount == 1 }
-      let drainer = Task.detached {
-        await a.drained()
-        drained.set()
-        return a.read
-      }
-      coaAwait(10, "the drain never queued") { coaInboxCount(a) == 2 }
-      held = nil
-      _ = held
-      let seen = await drainer.value
+      let seen = await drainBehindTheQueuedTransaction(a, releasing: &held, drained) { a.read }
       coaAwait(10, "the transaction never ended") { done.isSet }
       atkEnd(
         breakingIf: seen != 2,
@@ -136,4 +111,22 @@ import Testing
     expectNoBreak(result)
     expectExit(result, 0)
   }
+}
+
+/// Once the transaction has queued behind `held`, queues a `drained()` behind it, then
+/// releases `held`, which hands the writer to the transaction. Returns what `afterDrain`
+/// saw when the drain returned, having set `drained`.
+private func drainBehindTheQueuedTransaction<R: Sendable>(
+  _ a: ThreadSafeSingleWriter<Int>, releasing held: inout ThreadSafeWriterProxy<Int>?,
+  _ drained: SharedFlag, afterDrain: @escaping @Sendable () -> R
+) async -> R {
+  coaAwait(10, "the transaction never queued") { a.pendingCount == 1 }
+  let drainer = Task.detached {
+    await a.drained()
+    drained.set()
+    return afterDrain()
+  }
+  coaAwait(10, "the drain never queued") { coaInboxCount(a) == 2 }
+  held = nil
+  return await drainer.value
 }
