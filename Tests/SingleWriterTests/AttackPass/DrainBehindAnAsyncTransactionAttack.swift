@@ -19,7 +19,7 @@ import Testing
     ) {
       attackWatchdog(30, "a drain queued behind an async transaction")
       let a = ThreadSafeSingleWriter(value: 0)
-      var held: ThreadSafeWriterProxy<Int>? = coaTakeElsewhere(a)
+      let held = coaTakeElsewhere(a)
       let drained = SharedFlag()
       let bodyBegan = SharedFlag()
       let transaction = Task.detached {
@@ -36,7 +36,9 @@ import Testing
           value = 2
         }
       }
-      let seen = await drainBehindTheQueuedTransaction(a, releasing: &held, drained) { a.read }
+      let seen = await drainBehindTheQueuedTransaction(a, releasing: consume held, drained) {
+        a.read
+      }
       _ = try? await transaction.value
       atkEnd(
         breakingIf: !bodyBegan.isSet || seen != 2,
@@ -55,7 +57,7 @@ import Testing
     ) {
       attackWatchdog(30, "a drain queued behind an async transaction that throws")
       let a = ThreadSafeSingleWriter(value: 0)
-      var held: ThreadSafeWriterProxy<Int>? = coaTakeElsewhere(a)
+      let held = coaTakeElsewhere(a)
       let drained = SharedFlag()
       let ended = SharedFlag()
       let transaction = Task.detached {
@@ -70,7 +72,7 @@ import Testing
           throw CancellationError()
         }
       }
-      let endedFirst = await drainBehindTheQueuedTransaction(a, releasing: &held, drained) {
+      let endedFirst = await drainBehindTheQueuedTransaction(a, releasing: consume held, drained) {
         ended.isSet
       }
       _ = try? await transaction.value
@@ -91,7 +93,7 @@ import Testing
     ) {
       attackWatchdog(30, "a drain queued behind a sync transaction")
       let a = ThreadSafeSingleWriter(value: 0)
-      var held: ThreadSafeWriterProxy<Int>? = coaTakeElsewhere(a)
+      let held = coaTakeElsewhere(a)
       let drained = SharedFlag()
       let done = SharedFlag()
       Thread.detachNewThread {
@@ -102,7 +104,9 @@ import Testing
         }
         done.set()
       }
-      let seen = await drainBehindTheQueuedTransaction(a, releasing: &held, drained) { a.read }
+      let seen = await drainBehindTheQueuedTransaction(a, releasing: consume held, drained) {
+        a.read
+      }
       coaAwait(10, "the transaction never ended") { done.isSet }
       atkEnd(
         breakingIf: seen != 2,
@@ -115,18 +119,22 @@ import Testing
 
 /// Once the transaction has queued behind `held`, queues a `drained()` behind it, then
 /// releases `held`, which hands the writer to the transaction. Returns what `afterDrain`
-/// saw when the drain returned, having set `drained`.
+/// saw when the drain returned, having set `drained`. `held` is consumed, so that it lives
+/// exactly until its release here, in debug and release builds alike.
 private func drainBehindTheQueuedTransaction<R: Sendable>(
-  _ a: ThreadSafeSingleWriter<Int>, releasing held: inout ThreadSafeWriterProxy<Int>?,
+  _ a: ThreadSafeSingleWriter<Int>, releasing held: consuming ThreadSafeWriterProxy<Int>,
   _ drained: SharedFlag, afterDrain: @escaping @Sendable () -> R
 ) async -> R {
-  coaAwait(10, "the transaction never queued") { a.pendingCount == 1 }
-  let drainer = Task.detached {
-    await a.drained()
-    drained.set()
-    return afterDrain()
+  let drainer = withExtendedLifetime(held) {
+    coaAwait(10, "the transaction never queued") { a.pendingCount == 1 }
+    let drainer = Task.detached {
+      await a.drained()
+      drained.set()
+      return afterDrain()
+    }
+    coaAwait(10, "the drain never queued") { coaInboxCount(a) == 2 }
+    return drainer
   }
-  coaAwait(10, "the drain never queued") { coaInboxCount(a) == 2 }
-  held = nil
+  _ = consume held
   return await drainer.value
 }
