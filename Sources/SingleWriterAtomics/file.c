@@ -97,6 +97,13 @@ failed:
   return step;
 }
 
+int sw_flush_folder(const char *folder, int *error) {
+  // A rename or a new folder is written through on Windows: nothing to flush.
+  (void)folder;
+  (void)error;
+  return 0;
+}
+
 void sw_error_message(int error, char *buffer, size_t capacity) {
   if (capacity == 0) return;
   if (strerror_s(buffer, capacity, error) != 0) snprintf(buffer, capacity, "error %d", error);
@@ -112,6 +119,23 @@ static int sw_flush(int fd) {
 #endif
   while (fsync(fd) != 0) {
     if (errno != EINTR) return -1;
+  }
+  return 0;
+}
+
+int sw_flush_folder(const char *folder, int *error) {
+  int fd = open(folder, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = errno;
+    return -1;
+  }
+  int flushed = sw_flush(fd);
+  int flush_error = errno;
+  close(fd);
+  // A file system that cannot flush a folder (EINVAL, EBADF) orders its entries by itself.
+  if (flushed != 0 && flush_error != EINVAL && flush_error != EBADF) {
+    *error = flush_error;
+    return -1;
   }
   return 0;
 }
@@ -152,21 +176,8 @@ int sw_replace_file(
   fd = -1;
   step = SW_FILE_RENAME;
   if (rename(temp_path, path) != 0) goto failed;
-  // The rename is in the folder's entries, which the folder's own flush writes out. A file
-  // system that cannot flush a folder (EINVAL) orders it by itself.
-  int folder_fd = open(folder, O_RDONLY | O_CLOEXEC);
-  if (folder_fd < 0) {
-    *error = errno;
-    return SW_FILE_SYNC_FOLDER;
-  }
-  int flushed = sw_flush(folder_fd);
-  int folder_error = errno;
-  close(folder_fd);
-  if (flushed != 0 && folder_error != EINVAL && folder_error != EBADF) {
-    *error = folder_error;
-    return SW_FILE_SYNC_FOLDER;
-  }
-  return SW_FILE_DONE;
+  // The rename is in the folder's entries, which the folder's own flush writes out.
+  return sw_flush_folder(folder, error) == 0 ? SW_FILE_DONE : SW_FILE_SYNC_FOLDER;
 failed:
   *error = errno;
   if (fd >= 0) close(fd);

@@ -5,18 +5,16 @@ import SingleWriterAtomics
 /// save through a temporary file beside it (see `sw_replace_file`).
 struct StateFile: Sendable {
   let url: URL
-  /// In the same folder, so the rename stays on one file system; one per `StateFile` (the
-  /// process id and a random part), so that two stores saving the same file by mistake,
-  /// in two processes or in one, never write one temporary file: a save stays whole.
-  let temporary: URL
-  let folder: URL
+  /// The temporary file's name, in the folder of the file a save replaces, so the rename
+  /// stays on one file system; one per `StateFile` (the process id and a random part),
+  /// so that two stores saving the same file by mistake, in two processes or in one,
+  /// never write one temporary file: a save stays whole.
+  let temporaryName: String
 
   init(_ url: URL) {
     self.url = url
-    folder = url.deletingLastPathComponent()
-    temporary = folder.appendingPathComponent(
+    temporaryName =
       ".\(Self.shortened(url.lastPathComponent)).\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8)).tmp"
-    )
   }
 
   /// `name`, or for a name too long to take the temporary file's dots, process id and
@@ -48,22 +46,91 @@ struct StateFile: Sendable {
 
   /// Replaces the file with `data`, atomically and durably; creates a missing folder, as
   /// an app's Application Support folder may be on its first save.
+  ///
+  /// Where `url` is a symbolic link, the file it leads to is replaced and the link kept,
+  /// as a save through the link by an editor would: a settings file linked from a
+  /// dotfiles repository stays linked. Looked up at each save, so a link pointed
+  /// elsewhere is followed.
   func replace(with data: Data) throws(PersistenceError) {
-    var failure = attemptReplace(data)
-    if let first = failure, first.step == SW_FILE_CREATE, first.code == Int32(SW_FILE_NOT_FOUND),
-      (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true))
+    let target = try linkTarget()
+    let folder = target.deletingLastPathComponent()
+    var failure = attemptReplace(data, at: target)
+    if let first = failure, first.step == SW_FILE_CREATE, first.code == Int32(SW_FILE_NOT_FOUND) {
+      // The new folders' entries are flushed in their parents, as the rename's is in its
+      // folder: a save that `saved()` confirmed survives a power loss with its folder.
+      let parents = Self.parentsToFlush(creating: folder)
+      if (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true))
         != nil
-    {
-      failure = attemptReplace(data)
+      {
+        for parent in parents {
+          if let code = Self.flush(folder: parent) {
+            throw PersistenceError(
+              kind: .save, file: url,
+              underlying: Self.failure(
+                "flushing the folder \(parent.path) after creating a folder in it", code))
+          }
+        }
+        failure = attemptReplace(data, at: target)
+      }
     }
     guard let failure else { return }
     throw PersistenceError(
-      kind: .save, file: url, underlying: describe(step: failure.step, code: failure.code))
+      kind: .save, file: url,
+      underlying: describe(step: failure.step, code: failure.code, target: target))
   }
 
-  private func attemptReplace(_ data: Data) -> (step: Int, code: Int32)? {
+  /// The file a save replaces: `url`, or the file its chain of symbolic links ends at
+  /// (relative links from their own folder), which may not exist yet. Throws for a chain
+  /// of more than 32 links, as the system's calls would (a loop).
+  func linkTarget() throws(PersistenceError) -> URL {
+    var target = url
+    for _ in 0..<32 {
+      guard
+        let destination = try? FileManager.default.destinationOfSymbolicLink(
+          atPath: target.path)
+      else { return target }
+      target =
+        URL(fileURLWithPath: destination, relativeTo: target.deletingLastPathComponent())
+        .absoluteURL
+    }
+    throw PersistenceError(
+      kind: .save, file: url,
+      underlying: Self.failure(
+        "following the symbolic links from \(url.path)", Int32(SW_FILE_LINK_LOOP)))
+  }
+
+  /// The folders to flush once the missing ones up to `folder` are created: the parent of
+  /// each, where its entry is. Computed before they are made.
+  static func parentsToFlush(creating folder: URL) -> [URL] {
+    var parents: [URL] = []
+    var missing = folder.standardizedFileURL
+    while !FileManager.default.fileExists(atPath: missing.path) {
+      let parent = missing.deletingLastPathComponent()
+      guard parent.path != missing.path else { break }
+      parents.append(parent)
+      missing = parent
+    }
+    return parents
+  }
+
+  /// Flushes `folder`; the `errno` value if that failed.
+  private static func flush(folder: URL) -> Int32? {
     var code: Int32 = 0
-    let step = url.withUnsafeFileSystemRepresentation { path in
+    let result = folder.withUnsafeFileSystemRepresentation { path -> Int32 in
+      guard let path else {
+        code = Int32(SW_FILE_BAD_PATH)
+        return -1
+      }
+      return sw_flush_folder(path, &code)
+    }
+    return result == 0 ? nil : code
+  }
+
+  private func attemptReplace(_ data: Data, at target: URL) -> (step: Int, code: Int32)? {
+    let folder = target.deletingLastPathComponent()
+    let temporary = folder.appendingPathComponent(temporaryName)
+    var code: Int32 = 0
+    let step = target.withUnsafeFileSystemRepresentation { path in
       temporary.withUnsafeFileSystemRepresentation { temporaryPath in
         folder.withUnsafeFileSystemRepresentation { folderPath in
           guard let path, let temporaryPath, let folderPath else {
@@ -81,15 +148,23 @@ struct StateFile: Sendable {
     return step == SW_FILE_DONE ? nil : (step, code)
   }
 
-  private func describe(step: Int, code: Int32) -> PersistenceError.SaveFailure {
+  /// What failed, for `step` of a save that replaced `target` (for the folder step,
+  /// the folder).
+  private func describe(step: Int, code: Int32, target: URL) -> PersistenceError.SaveFailure {
+    let folder = target.deletingLastPathComponent()
+    let temporary = folder.appendingPathComponent(temporaryName).path
     let doing: String
     switch step {
-    case SW_FILE_CREATE: doing = "creating the temporary file \(temporary.path)"
-    case SW_FILE_WRITE: doing = "writing the temporary file \(temporary.path)"
-    case SW_FILE_SYNC: doing = "flushing the temporary file \(temporary.path) to disk"
-    case SW_FILE_RENAME: doing = "renaming \(temporary.path) over the file"
+    case SW_FILE_CREATE: doing = "creating the temporary file \(temporary)"
+    case SW_FILE_WRITE: doing = "writing the temporary file \(temporary)"
+    case SW_FILE_SYNC: doing = "flushing the temporary file \(temporary) to disk"
+    case SW_FILE_RENAME: doing = "renaming \(temporary) over \(target.path)"
     default: doing = "flushing the folder \(folder.path) after the rename"
     }
+    return Self.failure(doing, code)
+  }
+
+  private static func failure(_ doing: String, _ code: Int32) -> PersistenceError.SaveFailure {
     var buffer = [CChar](repeating: 0, count: 256)
     sw_error_message(code, &buffer, buffer.count)
     return PersistenceError.SaveFailure(

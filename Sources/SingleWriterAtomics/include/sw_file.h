@@ -24,8 +24,9 @@ enum {
 };
 
 /// `errno` values for Swift, which sees no system header here: a path that does not exist
-/// (a missing folder), and one the file system cannot represent.
-enum { SW_FILE_NOT_FOUND = ENOENT, SW_FILE_BAD_PATH = EINVAL };
+/// (a missing folder), one the file system cannot represent, and a chain of symbolic
+/// links too long to follow.
+enum { SW_FILE_NOT_FOUND = ENOENT, SW_FILE_BAD_PATH = EINVAL, SW_FILE_LINK_LOOP = ELOOP };
 
 /// Replaces the file at `path` with `count` bytes, so that a process killed (or a machine
 /// that loses power) at any moment leaves the old file or the new one, whole:
@@ -42,6 +43,12 @@ enum { SW_FILE_NOT_FOUND = ENOENT, SW_FILE_BAD_PATH = EINVAL };
 int sw_replace_file(
     const char *path, const char *temp_path, const char *folder, const void *bytes,
     size_t count, int *error);
+
+/// Flushes the folder at `folder`, so that the entries made in it (a rename, a new
+/// folder) survive a power loss; nothing to do on Windows, whose calls write through.
+/// Returns 0, or -1 with `*error` set to its `errno`. A file system that cannot flush a
+/// folder orders its entries by itself: that is not a failure.
+int sw_flush_folder(const char *folder, int *error);
 
 /// Writes the platform's message for `errno` value `error`, NUL-terminated, into `buffer`.
 void sw_error_message(int error, char *buffer, size_t capacity);
