@@ -105,8 +105,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     while queuedWrites >= maxQueuedWrites {
       if !warned, sw_monotonic_ns() &- since >= HandOffPolicy.deadlockWarning {
         since = sw_monotonic_ns()
-        let holder = lock.holder
-        if holder & 1 != 0, sw_current_task() != 0, !WriterLock.isCaller(holder) {
+        if lock.blockedWaitMayStarveHolder() {
           warned = true
           sw_print_error(
             """

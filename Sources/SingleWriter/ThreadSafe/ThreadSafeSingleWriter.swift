@@ -205,7 +205,10 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// message. Called while this thread or task holds a proxy it took, it waits for that
   /// proxy's release, which is right if the proxy went elsewhere; if it did not, a
   /// warning on standard error after a second names the deadlock. A proxy received from
-  /// another thread or task is not known as this one's: a wait behind it is not warned of.
+  /// another thread or task is not known as this one's: a wait behind it is not warned of,
+  /// except from a task, behind a checkout that another task holds: that wait blocks a
+  /// thread of the cooperative pool, which the holder needs to go on, and after a second
+  /// it warns so. In async code, use `await write`.
   ///
   /// Debug builds' lock-order checking (see ``RaceDetector``) orders it after every lock
   /// this thread holds, and reports the first pair also taken in the opposite order. The

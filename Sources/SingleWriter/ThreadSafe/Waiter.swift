@@ -26,10 +26,10 @@ final class Waiter: @unchecked Sendable {
   /// before it grants anything, and this looks at the gate again now and then, since
   /// servers change. Each time that look finds no server, it tries `takingBack`, which
   /// takes the checkout from a `checkout()` offered it long ago whose task has still not
-  /// run (`true`: the checkout is the caller's). If `suspect` still holds after a while,
-  /// warns once on standard error:
-  /// the wait may be on a proxy this same thread holds, which no lock could tell from a
-  /// slow writer.
+  /// run (`true`: the checkout is the caller's). After a second, warns once on standard
+  /// error if `suspect` holds (the wait may be on a proxy this same thread holds, which no
+  /// lock could tell from a slow writer), or if the wait may starve a task that holds the
+  /// checkout of the pool's threads (`blockedWaitMayStarveHolder`).
   @usableFromInline @discardableResult
   func wait(
     sleepingOnGateOf lock: WriterLock, takingBack takeBack: () -> Bool,
@@ -50,7 +50,8 @@ final class Waiter: @unchecked Sendable {
       let now = sw_monotonic_ns()
       guard now &- since >= HandOffPolicy.deadlockWarning else { continue }
       since = now
-      if !warned, suspect() {
+      guard !warned else { continue }
+      if suspect() {
         warned = true
         sw_print_error(
           """
@@ -58,6 +59,16 @@ final class Waiter: @unchecked Sendable {
           this same thread or by this task (from `writer`, `checkout()`, or a `writeNext` \
           closure that kept it). If this thread or task still holds that proxy, this is a \
           deadlock: release it before calling withWriter.
+          """)
+      } else if lock.blockedWaitMayStarveHolder() {
+        warned = true
+        sw_print_error(
+          """
+          SingleWriter: withWriter (or a sync transaction) in a task has waited 1 s, blocking \
+          a thread of the cooperative pool, for a checkout another task holds (a proxy, or \
+          an async transaction). That task needs a thread of the pool to go on: if every \
+          thread waits like this one, it never does. In async code, use `await write` or \
+          `await transaction`.
           """)
       }
     }

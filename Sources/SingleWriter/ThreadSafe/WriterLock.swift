@@ -201,6 +201,16 @@ struct WriterLock {
     return WriterLock.isCaller(holder) || (holder & 1 != 0 && sw_current_task_runs_inline())
   }
 
+  /// Whether a blocking wait by the caller may starve the checkout it waits for: the
+  /// caller runs in a task, so it blocks a thread of the cooperative pool, and another task
+  /// holds the checkout (a proxy, or an async transaction), which needs a thread of that
+  /// pool to go on. When every thread of the pool waits like this, the holder never
+  /// resumes to release it. Every blocking wait that outlasts a second warns if so.
+  @usableFromInline func blockedWaitMayStarveHolder() -> Bool {
+    let holder = holder
+    return holder & 1 != 0 && sw_current_task() != 0 && !WriterLock.isCaller(holder)
+  }
+
   /// A thread's serial is one thread-local load; a task's number, two calls.
   @inlinable static func isCaller(_ holder: UInt) -> Bool {
     holder & 1 == 0 ? holder == sw_current_thread_serial() : holder == sw_current_task_holder()
