@@ -2,8 +2,11 @@
 # Checks that every ratio README.md and the DocC catalogs (Sources/*/*.docc/*.md) quote
 # ("0.24×", "2.6–2.8x") is in a results file under Benchmarks/ that the same section
 # names (a path such as `Benchmarks/README.md` or Benchmarks/Results/transactions.json,
-# between one heading and the next). A figure counts as there when some number in that
-# file, rounded to the quoted precision, equals it. A section that quotes a ratio and
+# between one heading and the next). A figure counts as there when some ratio in that
+# file, rounded to the quoted precision, equals it: in Markdown, a number written as a
+# ratio or in a table column whose header says ratio ("× Mutex", "a / b"); in JSON, the
+# value of a key that says so ("persistedOverUnpersisted", "readsRatio"). A time or a
+# count that happens to match is not enough. A section that quotes a ratio and
 # names no results file fails too. Code blocks are skipped. Before the docs, the check
 # runs on a planted figure and on text that is not a ratio, so that it cannot pass by
 # matching nothing. Writes nothing.
@@ -12,7 +15,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 python3 - "$root" <<'EOF'
-import pathlib, re, sys
+import json, pathlib, re, sys
 root = pathlib.Path(sys.argv[1])
 
 # A ratio: a number, or a range of two, right before × or a directly attached x (so not
@@ -22,11 +25,45 @@ ratio = re.compile(rf"(?<![\w.,]){number}(?:\s*[–-]\s*{number})?(?:\s?×|x)(?!
 named = re.compile(r"Benchmarks/[\w./-]+\.(?:md|json)")
 numbers_in = {}
 
+def ratios_in_json(value, key=""):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from ratios_in_json(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from ratios_in_json(v, key)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and re.search(r"Over|[Rr]atio", key):
+        yield float(value)
+
 def numbers(path: str) -> list[float]:
     if path not in numbers_in:
-        tokens = re.findall(r"\d[\d,]*(?:\.\d+)?", (root / path).read_text())
-        numbers_in[path] = [float(t.replace(",", "")) for t in tokens]
+        text = (root / path).read_text()
+        if path.endswith(".json"):
+            numbers_in[path] = list(ratios_in_json(json.loads(text)))
+        else:
+            numbers_in[path] = list(ratios_in_markdown(text))
     return numbers_in[path]
+
+def ratios_in_markdown(text: str):
+    """The ratios of a Markdown results file: every number written as one ("1.19×"), and
+    every number in a table column whose header says it holds ratios ("× Mutex",
+    "ratio", "persisted / unpersisted")."""
+    for match in ratio.finditer(text):
+        yield from (float(v.replace(",", "")) for v in match.groups() if v)
+    columns = []
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            columns = []
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if all(re.fullmatch(r":?-{3,}:?", c) for c in cells):
+            continue
+        if not columns:
+            columns = [bool(re.search(r"×|\bratio|\s/\s|\bx\b", c, re.I)) for c in cells]
+            continue
+        for is_ratio, cell in zip(columns, cells):
+            if is_ratio:
+                yield from (float(t.replace(",", "")) for t in re.findall(r"\d[\d,]*(?:\.\d+)?", cell))
 
 def backed(quoted: str, files: list[str]) -> bool:
     decimals = len(quoted.split(".")[1]) if "." in quoted else 0
@@ -60,6 +97,12 @@ def check(name: str, text: str) -> list[str]:
                     elif not backed(quoted, files):
                         problems.append(f"{name}:{number}: {quoted}× is in none of {', '.join(files)}")
     return problems
+
+# Only ratios count: a time in the same table, a count in the same JSON, do not.
+table = "| Path | ns/op | × Mutex |\n| --- | ---: | ---: |\n| a | 9.83 | 1.22 |\n\nAt 2.5× here, 7 ms there.\n"
+assert sorted(ratios_in_markdown(table)) == [1.22, 2.5], sorted(ratios_in_markdown(table))
+results = {"p50Ns": 5, "persistedOverUnpersisted": 0.7, "rows": [{"readsRatio": 2, "writes": 9}]}
+assert list(ratios_in_json(results)) == [0.7, 2.0], list(ratios_in_json(results))
 
 # The check itself: a planted figure fails, a real one passes, and text that is not a
 # ratio is no figure.
