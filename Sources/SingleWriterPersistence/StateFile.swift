@@ -89,9 +89,13 @@ struct StateFile: Sendable {
         let destination = try? FileManager.default.destinationOfSymbolicLink(
           atPath: target.path)
       else { return target }
+      // A relative link appended to its folder as named, `..` and all, never resolved
+      // by hand: the system climbs out of the folder the link is really in, which the
+      // path names differently when a folder on it is a link.
       target =
-        URL(fileURLWithPath: destination, relativeTo: target.deletingLastPathComponent())
-        .absoluteURL
+        NSString(string: destination).isAbsolutePath
+        ? URL(fileURLWithPath: destination)
+        : target.deletingLastPathComponent().appendingPathComponent(destination)
     }
     throw PersistenceError(
       kind: .save, file: url,
@@ -100,17 +104,28 @@ struct StateFile: Sendable {
   }
 
   /// The folders to flush once the missing ones up to `folder` are created: the parent of
-  /// each, where its entry is. Computed before they are made.
+  /// each, where its entry is. Computed before they are made, and named as `folder`
+  /// names them, never standardized by hand: a `..` after a linked folder climbs out of
+  /// the folder it links to, as the system resolves it.
   static func parentsToFlush(creating folder: URL) -> [URL] {
-    var parents: [URL] = []
-    var missing = folder.standardizedFileURL
-    while !FileManager.default.fileExists(atPath: missing.path) {
-      let parent = missing.deletingLastPathComponent()
-      guard parent.path != missing.path else { break }
-      parents.append(parent)
-      missing = parent
+    let components = folder.pathComponents
+    guard let first = components.first else { return [] }
+    var prefixes = [URL(fileURLWithPath: first, isDirectory: true)]
+    for component in components.dropFirst() {
+      prefixes.append(prefixes[prefixes.count - 1].appendingPathComponent(component))
     }
-    return parents
+    // The longest start of the path that is there: each folder after it is made.
+    guard
+      let there = prefixes.lastIndex(where: { FileManager.default.fileExists(atPath: $0.path) }
+      )
+    else { return [] }
+    var parents: [URL] = []
+    for index in (there + 1)..<prefixes.count
+    where components[index] != "." && components[index] != ".." {
+      // A `.` or `..` names a folder that is there by then: no new entry.
+      parents.append(prefixes[index - 1])
+    }
+    return parents.reversed()
   }
 
   /// Flushes `folder`; the `errno` value if that failed.
