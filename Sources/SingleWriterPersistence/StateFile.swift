@@ -34,13 +34,35 @@ struct StateFile: Sendable {
     return "\(start)-\(String(hash, radix: 16))"
   }
 
-  /// The file's bytes, or `nil` if there is no file.
+  /// The file's bytes, or `nil` if there is no file. Only a file that is not there is
+  /// `nil`: one the system cannot look up (a loop of links, a folder the app may not
+  /// search) or that is not a regular file (a folder, a named pipe, which a read would
+  /// wait at) throws, so the store never starts from the default over a file it could
+  /// not read, to replace it at the first save that can.
   func read() throws(PersistenceError) -> Data? {
-    do {
-      return try Data(contentsOf: url)
-    } catch {
-      guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-      throw PersistenceError(kind: .read, file: url, underlying: error)
+    var code: Int32 = 0
+    let kind = url.withUnsafeFileSystemRepresentation { path -> Int32 in
+      guard let path else {
+        code = Int32(SW_FILE_BAD_PATH)
+        return Int32(SW_FILE_UNKNOWN)
+      }
+      return sw_file_kind(path, &code)
+    }
+    switch Int(kind) {
+    case SW_FILE_MISSING: return nil
+    case SW_FILE_OTHER:
+      throw PersistenceError(
+        kind: .read, file: url,
+        underlying: Self.failure("reading \(url.path), which is not a regular file", code))
+    case SW_FILE_UNKNOWN:
+      throw PersistenceError(
+        kind: .read, file: url, underlying: Self.failure("looking up \(url.path)", code))
+    default:
+      do {
+        return try Data(contentsOf: url)
+      } catch {
+        throw PersistenceError(kind: .read, file: url, underlying: error)
+      }
     }
   }
 
