@@ -97,6 +97,45 @@ failed:
   return step;
 }
 
+int sw_file_kind(const char *path, int *error) {
+  wchar_t *wide = sw_wide(path);
+  if (!wide) {
+    *error = EINVAL;
+    return SW_FILE_UNKNOWN;
+  }
+  // Opened, not asked for its attributes: the attributes of a link are its own, and an
+  // open follows it to the file (backup semantics let it open a folder too).
+  HANDLE file = CreateFileW(
+      wide, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+      FILE_FLAG_BACKUP_SEMANTICS, NULL);
+  free(wide);
+  if (file == INVALID_HANDLE_VALUE) {
+    DWORD code = GetLastError();
+    if (code == ERROR_FILE_NOT_FOUND || code == ERROR_PATH_NOT_FOUND) return SW_FILE_MISSING;
+    *error = sw_errno_of(code);
+    return SW_FILE_UNKNOWN;
+  }
+  // A pipe or a device first: only a file on disk has the information asked next.
+  BY_HANDLE_FILE_INFORMATION info;
+  BOOL on_disk = GetFileType(file) == FILE_TYPE_DISK;
+  BOOL known = on_disk && GetFileInformationByHandle(file, &info);
+  DWORD code = GetLastError();
+  CloseHandle(file);
+  if (!on_disk) {
+    *error = EINVAL;
+    return SW_FILE_OTHER;
+  }
+  if (!known) {
+    *error = sw_errno_of(code);
+    return SW_FILE_UNKNOWN;
+  }
+  if (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) {
+    *error = EISDIR;
+    return SW_FILE_OTHER;
+  }
+  return SW_FILE_REGULAR;
+}
+
 int sw_flush_folder(const char *folder, int *error) {
   // A rename or a new folder is written through on Windows: nothing to flush.
   (void)folder;
@@ -138,6 +177,20 @@ int sw_flush_folder(const char *folder, int *error) {
     return -1;
   }
   return 0;
+}
+
+int sw_file_kind(const char *path, int *error) {
+  struct stat found;
+  if (stat(path, &found) != 0) {
+    // A missing file, folder or link target, or a file on the way (no file can be under
+    // it): nothing to read. ELOOP, EACCES, EIO say the system could not look.
+    if (errno == ENOENT || errno == ENOTDIR) return SW_FILE_MISSING;
+    *error = errno;
+    return SW_FILE_UNKNOWN;
+  }
+  if (S_ISREG(found.st_mode)) return SW_FILE_REGULAR;
+  *error = S_ISDIR(found.st_mode) ? EISDIR : EINVAL;
+  return SW_FILE_OTHER;
 }
 
 int sw_replace_file(

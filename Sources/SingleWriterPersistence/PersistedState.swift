@@ -53,8 +53,9 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// Nothing is written until the first change: starting from `default` leaves no file.
   /// A file that cannot be decoded (corrupt, or from an incompatible version of `Value`)
   /// throws a ``PersistenceError`` that names the file and the decoder's error, and is
-  /// left exactly as it was, never replaced by `default`. A URL that is not a file's
-  /// throws one of kind `read`.
+  /// left exactly as it was, never replaced by `default`. So does one that cannot be
+  /// read (not a regular file, no permission, a loop of links), and a URL that is not a
+  /// file's, with kind `read`: only a file that is not there starts from `default`.
   ///
   /// - Parameters:
   ///   - file: Where the value is kept. Its folder is created on the first save if it is

@@ -15,8 +15,9 @@ import Foundation
 public struct PersistenceError: LocalizedError, CustomStringConvertible {
   /// What could not be done.
   public enum Kind: Sendable, Equatable {
-    /// The file exists but could not be read (a folder, no permission), or the URL is
-    /// not a file's.
+    /// The file is there but could not be read: not a regular file (a folder, a named
+    /// pipe), no permission, a loop of symbolic links, or the URL is not a file's. Only
+    /// a file that is not there starts from the default.
     case read
     /// The file was read but is not a value of the type: corrupt, or from an
     /// incompatible version. It is left as it was.
@@ -50,7 +51,8 @@ public struct PersistenceError: LocalizedError, CustomStringConvertible {
   /// The description, so that `localizedDescription` names the file and the failure too.
   public var errorDescription: String? { description }
 
-  /// A file system call of a save that failed: the step, and the system's error.
+  /// A file system call that failed, in a save (or in a load's look-up of the file): the
+  /// step, and the system's error.
   public struct SaveFailure: Error, CustomStringConvertible {
     /// What the save was doing, such as "creating the temporary file /app/.settings.json.412-1F2E3D4C.tmp".
     public let step: String

@@ -34,13 +34,35 @@ struct StateFile: Sendable {
     return "\(start)-\(String(hash, radix: 16))"
   }
 
-  /// The file's bytes, or `nil` if there is no file.
+  /// The file's bytes, or `nil` if there is no file. Only a file that is not there is
+  /// `nil`: one the system cannot look up (a loop of links, a folder the app may not
+  /// search) or that is not a regular file (a folder, a named pipe, which a read would
+  /// wait at) throws, so the store never starts from the default over a file it could
+  /// not read, to replace it at the first save that can.
   func read() throws(PersistenceError) -> Data? {
-    do {
-      return try Data(contentsOf: url)
-    } catch {
-      guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-      throw PersistenceError(kind: .read, file: url, underlying: error)
+    var code: Int32 = 0
+    let kind = url.withUnsafeFileSystemRepresentation { path -> Int32 in
+      guard let path else {
+        code = Int32(SW_FILE_BAD_PATH)
+        return Int32(SW_FILE_UNKNOWN)
+      }
+      return sw_file_kind(path, &code)
+    }
+    switch Int(kind) {
+    case SW_FILE_MISSING: return nil
+    case SW_FILE_OTHER:
+      throw PersistenceError(
+        kind: .read, file: url,
+        underlying: Self.failure("reading \(url.path), which is not a regular file", code))
+    case SW_FILE_UNKNOWN:
+      throw PersistenceError(
+        kind: .read, file: url, underlying: Self.failure("looking up \(url.path)", code))
+    default:
+      do {
+        return try Data(contentsOf: url)
+      } catch {
+        throw PersistenceError(kind: .read, file: url, underlying: error)
+      }
     }
   }
 
@@ -89,9 +111,13 @@ struct StateFile: Sendable {
         let destination = try? FileManager.default.destinationOfSymbolicLink(
           atPath: target.path)
       else { return target }
+      // A relative link appended to its folder as named, `..` and all, never resolved
+      // by hand: the system climbs out of the folder the link is really in, which the
+      // path names differently when a folder on it is a link.
       target =
-        URL(fileURLWithPath: destination, relativeTo: target.deletingLastPathComponent())
-        .absoluteURL
+        NSString(string: destination).isAbsolutePath
+        ? URL(fileURLWithPath: destination)
+        : target.deletingLastPathComponent().appendingPathComponent(destination)
     }
     throw PersistenceError(
       kind: .save, file: url,
@@ -100,17 +126,28 @@ struct StateFile: Sendable {
   }
 
   /// The folders to flush once the missing ones up to `folder` are created: the parent of
-  /// each, where its entry is. Computed before they are made.
+  /// each, where its entry is. Computed before they are made, and named as `folder`
+  /// names them, never standardized by hand: a `..` after a linked folder climbs out of
+  /// the folder it links to, as the system resolves it.
   static func parentsToFlush(creating folder: URL) -> [URL] {
-    var parents: [URL] = []
-    var missing = folder.standardizedFileURL
-    while !FileManager.default.fileExists(atPath: missing.path) {
-      let parent = missing.deletingLastPathComponent()
-      guard parent.path != missing.path else { break }
-      parents.append(parent)
-      missing = parent
+    let components = folder.pathComponents
+    guard let first = components.first else { return [] }
+    var prefixes = [URL(fileURLWithPath: first, isDirectory: true)]
+    for component in components.dropFirst() {
+      prefixes.append(prefixes[prefixes.count - 1].appendingPathComponent(component))
     }
-    return parents
+    // The longest start of the path that is there: each folder after it is made.
+    guard
+      let there = prefixes.lastIndex(where: { FileManager.default.fileExists(atPath: $0.path) }
+      )
+    else { return [] }
+    var parents: [URL] = []
+    for index in (there + 1)..<prefixes.count
+    where components[index] != "." && components[index] != ".." {
+      // A `.` or `..` names a folder that is there by then: no new entry.
+      parents.append(prefixes[index - 1])
+    }
+    return parents.reversed()
   }
 
   /// Flushes `folder`; the `errno` value if that failed.

@@ -24,13 +24,45 @@ import Testing
     #expect(StateFile.parentsToFlush(creating: makeFolder()).isEmpty)
   }
 
-  @Test func aFolderSpelledWithDotsIsFlushedInItsRealParents() {
+  @Test func aFolderSpelledWithDotsIsFlushedInItsRealParents() throws {
     let root = makeFolder()
     let folder = root.appendingPathComponent("a/../b/./c")
+    let parents = StateFile.parentsToFlush(creating: folder)
+    // Named as the path names them; the folders they are, once made: c's entry is in b,
+    // and a's and b's in root.
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     #expect(
-      StateFile.parentsToFlush(creating: folder).map(\.path) == [
-        root.appendingPathComponent("b").path, root.path,
+      try parents.map(identity) == [
+        identity(root.appendingPathComponent("b")), identity(root), identity(root),
       ])
+  }
+
+  /// "Through a symbolic link, the file it leads to is replaced": a `..` after a linked
+  /// folder climbs out of the folder it links to, so the new folder's entry is there, not
+  /// beside the link (which a standardized path named).
+  @Test func aFolderBehindALinkedFolderIsFlushedWhereTheSystemMakesIt() throws {
+    let root = makeFolder()
+    let real = root.appendingPathComponent("home/config")
+    try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
+    let link = root.appendingPathComponent("config")
+    try FileManager.default.createSymbolicLink(
+      atPath: link.path, withDestinationPath: "home/config")
+    let folder = link.appendingPathComponent("../new/deeper")
+    let parents = StateFile.parentsToFlush(creating: folder)
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    #expect(
+      try parents.map(identity) == [
+        identity(root.appendingPathComponent("home/new")),
+        identity(root.appendingPathComponent("home")),
+      ])
+  }
+
+  /// The folder a path names, as the system resolves it: its device and file number.
+  private func identity(_ folder: URL) throws -> [Int] {
+    let attributes = try FileManager.default.attributesOfItem(atPath: folder.path)
+    return [
+      (attributes[.systemNumber] as? Int) ?? -1, (attributes[.systemFileNumber] as? Int) ?? -1,
+    ]
   }
 
   @Test func aFirstSaveIntoMissingFoldersCreatesThemAndSaves() async throws {

@@ -50,6 +50,26 @@ int sw_replace_file(
 /// folder orders its entries by itself: that is not a failure.
 int sw_flush_folder(const char *folder, int *error);
 
+/// What `sw_file_kind` found at a path.
+enum {
+  /// A regular file, to read.
+  SW_FILE_REGULAR = 0,
+  /// Nothing: the file, a folder on its way or a linked file is missing, or a file on
+  /// its way leaves no room for one.
+  SW_FILE_MISSING = 1,
+  /// Something that is not a regular file: a folder (`*error` is `EISDIR`), a named pipe,
+  /// a device or a socket (`EINVAL`), which a read would fail on or wait at.
+  SW_FILE_OTHER = 2,
+  /// The system could not look: a loop of links, a folder the process may not search;
+  /// `*error` holds why.
+  SW_FILE_UNKNOWN = 3,
+};
+
+/// What is at `path`, following symbolic links, so that a load tells a file that is not
+/// there (start from the default) from one it cannot look at (report it, never replace
+/// it). Paths are UTF-8.
+int sw_file_kind(const char *path, int *error);
+
 /// Writes the platform's message for `errno` value `error`, NUL-terminated, into `buffer`.
 void sw_error_message(int error, char *buffer, size_t capacity);
 
