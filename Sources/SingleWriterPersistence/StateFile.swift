@@ -103,10 +103,10 @@ struct StateFile: Sendable {
 
   /// The file a save replaces: `url`, or the file its chain of symbolic links ends at
   /// (relative links from their own folder), which may not exist yet. Throws for a chain
-  /// of more than 32 links, as the system's calls would (a loop).
+  /// longer than any system follows (40 links on Linux, 32 on Apple platforms): a loop.
   func linkTarget() throws(PersistenceError) -> URL {
     var target = url
-    for _ in 0..<32 {
+    for _ in 0...40 {
       guard
         let destination = try? FileManager.default.destinationOfSymbolicLink(
           atPath: target.path)

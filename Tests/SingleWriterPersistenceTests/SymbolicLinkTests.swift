@@ -92,6 +92,26 @@ import Testing
     #expect(store.state.read == 3)
   }
 
+  /// 32 links, as many as any system follows (Apple's limit; Linux follows 40): the save
+  /// ends where the load did. The look-up gave up at 32 and called the chain a loop.
+  @Test func aChainAsLongAsEverySystemFollowsIsSavedThrough() async throws {
+    let folder = makeFolder()
+    let real = folder.appendingPathComponent("real.json")
+    try JSONEncoder().encode(1).write(to: real)
+    var next = "real.json"
+    for index in 1...32 {
+      try FileManager.default.createSymbolicLink(
+        atPath: folder.appendingPathComponent("link\(index)").path, withDestinationPath: next)
+      next = "link\(index)"
+    }
+    let store = try PersistedState(file: folder.appendingPathComponent(next), default: 0)
+    #expect(store.state.read == 1)
+    store.state.writeNext { $0.write = 2 }
+    try await store.saved()
+    #expect(try decoded(Int.self, at: real) == 2)
+    #expect(try destination(of: folder.appendingPathComponent("link1")) == "real.json")
+  }
+
   private func destination(of link: URL) throws -> String {
     try FileManager.default.destinationOfSymbolicLink(atPath: link.path)
   }
