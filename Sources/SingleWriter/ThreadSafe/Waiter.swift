@@ -66,9 +66,9 @@ final class Waiter: @unchecked Sendable {
           """
           SingleWriter: withWriter (or a sync transaction) in a task has waited 1 s, blocking \
           a thread of the cooperative pool, for a checkout another task holds (a proxy, or \
-          an async transaction). That task needs a thread of the pool to go on: if every \
-          thread waits like this one, it never does. In async code, use `await write` or \
-          `await transaction`.
+          an async transaction). If that task runs on the pool and every thread of it waits \
+          like this one, it never goes on to release it. In async code, use `await write` \
+          or `await transaction`.
           """)
       }
     }

@@ -202,10 +202,11 @@ struct WriterLock {
   }
 
   /// Whether a blocking wait by the caller may starve the checkout it waits for: the
-  /// caller runs in a task, so it blocks a thread of the cooperative pool, and another task
-  /// holds the checkout (a proxy, or an async transaction), which needs a thread of that
-  /// pool to go on. When every thread of the pool waits like this, the holder never
-  /// resumes to release it. Every blocking wait that outlasts a second warns if so.
+  /// caller runs in a task, so it may block a thread of the cooperative pool, and another
+  /// task holds the checkout (a proxy, or an async transaction), which, if it runs on the
+  /// pool, needs one of its threads to go on. When every thread of the pool waits like
+  /// this, the holder never resumes to release it. Every blocking wait that outlasts a
+  /// second warns if so.
   @usableFromInline func blockedWaitMayStarveHolder() -> Bool {
     let holder = holder
     return holder & 1 != 0 && sw_current_task() != 0 && !WriterLock.isCaller(holder)
