@@ -207,11 +207,16 @@ final class ChangeHub: @unchecked Sendable {
   /// The holder of a checkout that is ending, before it publishes: keeps `make()`'s copy
   /// of the value as the version that publication makes.
   func keepSnapshot(_ make: () -> AnyObject?) {
-    withLock {
+    // The copy it replaces is freed after the lock: a value it alone held may run a
+    // `deinit` that subscribes to this container, which takes the lock.
+    let replaced = withLock {
+      let replaced = snapshot
       snapshot = make()
       snapshotVersion = apply(ChangeHubWord.snapshotKept) { $0.keepSnapshot() }.nextVersion
       snapshotCount &+= 1
+      return replaced
     }
+    withExtendedLifetime(replaced) {}
   }
 
   /// `keepSnapshot` with the copy that `keepLast` makes, for a container whose value's
