@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+@testable import SingleWriter
+
+// "Misuse gets a clear message, never a hang": a task holds a write access through its
+// proxy across an `await` (an async mutating method called through `proxy.write`), and as
+// many other tasks as the cooperative pool has threads read the same container. Each read
+// blocks its pool thread until the access ends, so the task inside the access is never
+// resumed to end it, and nothing was printed: the one-second warning of a wait that may
+// starve a holder of the pool (`blockedWaitMayStarveHolder`) covered `withWriter`, the sync
+// `transaction` and the bounded `writeNext`, not a read (or a write through a shared
+// proxy) that waits for an access. The proxy's docs forbid the pattern; it hung silently.
+//
+// A wait for an access now warns on the same rule after a second.
+
+@Suite struct AttackPassPoolStarvedBehindASuspendedAccess {
+  @Test func everyPoolThreadReadingBehindASuspendedAccessIsReported() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "reads on every pool thread behind an access held across an await")
+      let box = ThreadSafeSingleWriter(value: SlowCounter())
+      let held = SharedFlag()
+      let holder = Task {
+        let proxy = try await box.checkout()
+        // Resumed on the pool, which the blocked reads below hold.
+        await proxy.write.add(signalling: held)
+      }
+      while !held.isSet { await Task.yield() }
+      for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
+        Task { _ = box.read.count }
+      }
+      _ = await holder.result
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
+}
+
+/// A value with an async mutating method: called through `proxy.write`, its access spans
+/// the `await` inside it.
+private struct SlowCounter: Sendable {
+  var count = 0
+
+  mutating func add(signalling flag: SharedFlag) async {
+    flag.set()
+    try? await Task.sleep(nanoseconds: 10_000_000)
+    count += 1
+  }
+}
