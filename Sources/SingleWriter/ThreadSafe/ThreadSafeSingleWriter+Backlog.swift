@@ -96,7 +96,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   }
 
   /// Sleeps while the bounded backlog is full. After a second, from a task while another
-  /// task holds the checkout through a proxy, warns once: a task started with
+  /// task holds the checkout (a proxy, or an async transaction), warns once: a task started with
   /// `Task.immediate` on an actor by the very task that holds the proxy runs inline like
   /// any job of that actor, which no look can tell apart, and waits forever.
   @usableFromInline func waitForRoom() {
@@ -109,10 +109,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           warned = true
           sw_print_error(
             """
-            SingleWriter: a bounded writeNext in a task has waited 1 s for room while \
-            another task holds the checkout through a proxy. If that task started this one \
-            with `Task.immediate` and waits for it, this is a deadlock: use `await write` \
-            in async code.
+            SingleWriter: a bounded writeNext in a task has waited 1 s for room, blocking \
+            a thread of the cooperative pool, while another task holds the checkout (a \
+            proxy, or an async transaction). If that task started this one with \
+            `Task.immediate` and waits for it, or if every thread of the pool waits like \
+            this one while that task needs one to go on, this is a deadlock: use \
+            `await write` in async code.
             """)
         }
       }
