@@ -96,7 +96,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   }
 
   /// Sleeps while the bounded backlog is full. After a second, from a task while another
-  /// task holds the checkout through a proxy, warns once: a task started with
+  /// task holds the checkout (a proxy, or an async transaction), warns once: a task started with
   /// `Task.immediate` on an actor by the very task that holds the proxy runs inline like
   /// any job of that actor, which no look can tell apart, and waits forever.
   @usableFromInline func waitForRoom() {
@@ -109,10 +109,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
           warned = true
           sw_print_error(
             """
-            SingleWriter: a bounded writeNext in a task has waited 1 s for room while \
-            another task holds the checkout through a proxy. If that task started this one \
-            with `Task.immediate` and waits for it, this is a deadlock: use `await write` \
-            in async code.
+            SingleWriter: a bounded writeNext in a task has waited 1 s for room, blocking \
+            its thread, while another task holds the checkout (a proxy, or an async \
+            transaction). If that task started this one with `Task.immediate` and waits \
+            for it, or if both run on the cooperative pool and every thread of it waits \
+            like this one, this is a deadlock: use `await write` in async code.
             """)
         }
       }

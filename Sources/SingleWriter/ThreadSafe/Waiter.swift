@@ -65,10 +65,10 @@ final class Waiter: @unchecked Sendable {
         sw_print_error(
           """
           SingleWriter: withWriter (or a sync transaction) in a task has waited 1 s, blocking \
-          a thread of the cooperative pool, for a checkout another task holds (a proxy, or \
-          an async transaction). If that task runs on the pool and every thread of it waits \
-          like this one, it never goes on to release it. In async code, use `await write` \
-          or `await transaction`.
+          its thread, for a checkout another task holds (a proxy, or an async transaction). \
+          If both run on the cooperative pool and every thread of it waits like this one, \
+          the holder never goes on to release it. In async code, use `await write` or \
+          `await transaction`.
           """)
       }
     }

@@ -206,7 +206,9 @@ struct WriterLock {
   /// task holds the checkout (a proxy, or an async transaction), which, if it runs on the
   /// pool, needs one of its threads to go on. When every thread of the pool waits like
   /// this, the holder never resumes to release it. Every blocking wait that outlasts a
-  /// second warns if so.
+  /// second warns if so: for the checkout (`Waiter.wait`), for room (`waitForRoom`), and
+  /// for a write access through a proxy, which spans the `await`s inside it
+  /// (`sleepWhileAccessed`).
   @usableFromInline func blockedWaitMayStarveHolder() -> Bool {
     let holder = holder
     return holder & 1 != 0 && sw_current_task() != 0 && !WriterLock.isCaller(holder)
@@ -250,6 +252,7 @@ struct WriterLock {
 
   @usableFromInline func beginReadSlow() {
     let me = sw_current_thread()
+    var wait = AccessWait()
     while !tryBeginRead() {
       if isAccessing(me) {
         selfDeadlockFailure(
@@ -259,7 +262,7 @@ struct WriterLock {
           value you were given; inside an access through a proxy, read before the access.
           """)
       }
-      sleepWhileAccessed()
+      sleepWhileAccessed(&wait)
     }
   }
 
@@ -348,6 +351,7 @@ struct WriterLock {
   /// Waits for the readers and other accesses, then takes `writing`; the caller records
   /// the accessor.
   @usableFromInline func waitToBeginWriting(_ me: UInt) {
+    var wait = AccessWait()
     while true {
       switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
       case .begun: return
@@ -362,7 +366,7 @@ struct WriterLock {
             change the inout value instead of writing through a proxy.
             """)
         }
-        sleepWhileAccessed()
+        sleepWhileAccessed(&wait)
       }
     }
   }

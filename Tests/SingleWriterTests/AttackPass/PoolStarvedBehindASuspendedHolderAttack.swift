@@ -26,16 +26,22 @@ import Testing
       attackWatchdog(5, "withWriter on every pool thread behind a suspended checkout")
       let box = ThreadSafeSingleWriter(value: 0)
       let held = SharedFlag()
+      let waiters = ProcessInfo.processInfo.activeProcessorCount
+      let waiting = Counter()
       let holder = Task {
         let proxy = try await box.checkout()
         held.set()
-        // Resumed on the pool, which the blocked tasks below hold.
-        try? await Task.sleep(nanoseconds: 10_000_000)
+        // Resumed on the pool, which the blocked tasks below hold: it goes on only once
+        // they have all started, so it never does unless a wait lets go of its thread.
+        while waiting.load() < waiters { try? await Task.sleep(nanoseconds: 1_000_000) }
         proxy.write += 1
       }
       while !held.isSet { await Task.yield() }
-      for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
-        Task { box.withWriter { $0 += 1 } }
+      for _ in 0..<waiters {
+        Task {
+          waiting.add(1)
+          box.withWriter { $0 += 1 }
+        }
       }
       _ = await holder.result
       atkEnd(breakingIf: false)
@@ -50,16 +56,21 @@ import Testing
       attackWatchdog(5, "sync transactions on every pool thread behind an async transaction")
       let box = ThreadSafeSingleWriter(value: 0)
       let held = SharedFlag()
+      let waiters = ProcessInfo.processInfo.activeProcessorCount
+      let waiting = Counter()
       let holder = Task {
         try? await box.transaction { value in
           held.set()
-          try? await Task.sleep(nanoseconds: 10_000_000)
+          while waiting.load() < waiters { try? await Task.sleep(nanoseconds: 1_000_000) }
           value += 1
         }
       }
       while !held.isSet { await Task.yield() }
-      for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
-        Task { commitOne(box) }
+      for _ in 0..<waiters {
+        Task {
+          waiting.add(1)
+          commitOne(box)
+        }
       }
       _ = await holder.result
       atkEnd(breakingIf: false)

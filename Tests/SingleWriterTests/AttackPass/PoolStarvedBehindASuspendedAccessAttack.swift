@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import SingleWriter
+
+// "Misuse gets a clear message, never a hang": a task holds a write access through its
+// proxy across an `await` (an async mutating method called through `proxy.write`), and as
+// many other tasks as the cooperative pool has threads read the same container. Each read
+// blocks its pool thread until the access ends, so the task inside the access is never
+// resumed to end it, and nothing was printed: the one-second warning of a wait that may
+// starve a holder of the pool (`blockedWaitMayStarveHolder`) covered `withWriter`, the sync
+// `transaction` and the bounded `writeNext`, not a read (or a write through a shared
+// proxy) that waits for an access. The proxy's docs forbid the pattern; it hung silently.
+//
+// A wait for an access now warns on the same rule after a second.
+
+@Suite struct AttackPassPoolStarvedBehindASuspendedAccess {
+  @Test func everyPoolThreadReadingBehindASuspendedAccessIsReported() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "reads on every pool thread behind an access held across an await")
+      let box = ThreadSafeSingleWriter(value: SlowCounter())
+      let held = SharedFlag()
+      let readers = ProcessInfo.processInfo.activeProcessorCount
+      let reading = Counter()
+      let holder = Task {
+        let proxy = try await box.checkout()
+        // Resumed on the pool, which the blocked reads below hold.
+        await proxy.write.add(signalling: held, until: reading, reaches: readers)
+      }
+      while !held.isSet { await Task.yield() }
+      for _ in 0..<readers {
+        Task {
+          reading.add(1)
+          _ = box.read.count
+        }
+      }
+      _ = await holder.result
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
+}
+
+/// A value with an async mutating method: called through `proxy.write`, its access spans
+/// the `await` inside it.
+private struct SlowCounter: Sendable {
+  var count = 0
+
+  /// Goes on only once every reader has started: each then holds a thread of the pool,
+  /// so this never resumes unless a read lets go of one.
+  mutating func add(signalling flag: SharedFlag, until started: Counter, reaches readers: Int)
+    async
+  {
+    flag.set()
+    while started.load() < readers { try? await Task.sleep(nanoseconds: 1_000_000) }
+    count += 1
+  }
+}
