@@ -79,3 +79,34 @@ func atkTakeChildLog(_ path: String) -> String {
   defer { unlink(path) }
   return (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(no log at \(path))"
 }
+
+/// In a child: starves the cooperative pool behind a task that holds the writer. `hold`
+/// runs in a task, takes the writer (a checkout, a transaction, an access through a
+/// proxy), and while holding it calls the closure it is given, which returns only once
+/// as many tasks as the pool has threads have started `block`, a blocking wait for the
+/// same container. The holder is then resumed on the pool only if a blocked wait lets go
+/// of its thread: this returns when the holder ends, or never.
+func atkStarvePool(
+  holding hold:
+    @escaping @Sendable (_ whileHeld: @escaping @Sendable () async -> Void) async
+    -> Void,
+  blocking block: @escaping @Sendable () -> Void
+) async {
+  let held = SharedFlag()
+  let blockers = ProcessInfo.processInfo.activeProcessorCount
+  let started = Counter()
+  let holder = Task {
+    await hold {
+      held.set()
+      while started.load() < blockers { try? await Task.sleep(nanoseconds: 1_000_000) }
+    }
+  }
+  while !held.isSet { await Task.yield() }
+  for _ in 0..<blockers {
+    Task {
+      started.add(1)
+      block()
+    }
+  }
+  await holder.value
+}

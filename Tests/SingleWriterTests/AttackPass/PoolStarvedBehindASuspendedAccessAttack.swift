@@ -21,22 +21,13 @@ import Testing
     ) {
       attackWatchdog(5, "reads on every pool thread behind an access held across an await")
       let box = ThreadSafeSingleWriter(value: SlowCounter())
-      let held = SharedFlag()
-      let readers = ProcessInfo.processInfo.activeProcessorCount
-      let reading = Counter()
-      let holder = Task {
-        let proxy = try await box.checkout()
-        // Resumed on the pool, which the blocked reads below hold.
-        await proxy.write.add(signalling: held, until: reading, reaches: readers)
-      }
-      while !held.isSet { await Task.yield() }
-      for _ in 0..<readers {
-        Task {
-          reading.add(1)
-          _ = box.read.count
-        }
-      }
-      _ = await holder.result
+      await atkStarvePool(
+        holding: { whileHeld in
+          guard let proxy = try? await box.checkout() else { return }
+          // The access spans the method's `await`, on the pool the blocked reads hold.
+          await proxy.write.add(whileHeld)
+        },
+        blocking: { _ = box.read.count })
       atkEnd(breakingIf: false)
     }
     #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
@@ -48,13 +39,8 @@ import Testing
 private struct SlowCounter: Sendable {
   var count = 0
 
-  /// Goes on only once every reader has started: each then holds a thread of the pool,
-  /// so this never resumes unless a read lets go of one.
-  mutating func add(signalling flag: SharedFlag, until started: Counter, reaches readers: Int)
-    async
-  {
-    flag.set()
-    while started.load() < readers { try? await Task.sleep(nanoseconds: 1_000_000) }
+  mutating func add(_ whileHeld: @Sendable () async -> Void) async {
+    await whileHeld()
     count += 1
   }
 }

@@ -25,25 +25,13 @@ import Testing
     ) {
       attackWatchdog(5, "withWriter on every pool thread behind a suspended checkout")
       let box = ThreadSafeSingleWriter(value: 0)
-      let held = SharedFlag()
-      let waiters = ProcessInfo.processInfo.activeProcessorCount
-      let waiting = Counter()
-      let holder = Task {
-        let proxy = try await box.checkout()
-        held.set()
-        // Resumed on the pool, which the blocked tasks below hold: it goes on only once
-        // they have all started, so it never does unless a wait lets go of its thread.
-        while waiting.load() < waiters { try? await Task.sleep(nanoseconds: 1_000_000) }
-        proxy.write += 1
-      }
-      while !held.isSet { await Task.yield() }
-      for _ in 0..<waiters {
-        Task {
-          waiting.add(1)
-          box.withWriter { $0 += 1 }
-        }
-      }
-      _ = await holder.result
+      await atkStarvePool(
+        holding: { whileHeld in
+          guard let proxy = try? await box.checkout() else { return }
+          await whileHeld()
+          proxy.write += 1
+        },
+        blocking: { box.withWriter { $0 += 1 } })
       atkEnd(breakingIf: false)
     }
     #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
@@ -55,24 +43,14 @@ import Testing
     ) {
       attackWatchdog(5, "sync transactions on every pool thread behind an async transaction")
       let box = ThreadSafeSingleWriter(value: 0)
-      let held = SharedFlag()
-      let waiters = ProcessInfo.processInfo.activeProcessorCount
-      let waiting = Counter()
-      let holder = Task {
-        try? await box.transaction { value in
-          held.set()
-          while waiting.load() < waiters { try? await Task.sleep(nanoseconds: 1_000_000) }
-          value += 1
-        }
-      }
-      while !held.isSet { await Task.yield() }
-      for _ in 0..<waiters {
-        Task {
-          waiting.add(1)
-          commitOne(box)
-        }
-      }
-      _ = await holder.result
+      await atkStarvePool(
+        holding: { whileHeld in
+          try? await box.transaction { value in
+            await whileHeld()
+            value += 1
+          }
+        },
+        blocking: { commitOne(box) })
       atkEnd(breakingIf: false)
     }
     #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
