@@ -88,8 +88,7 @@ extension ThreadSafeWriterProxy {
   /// `await proxy.write.refresh()`, holds the access across every `await` inside it: keep
   /// such calls out of shared code (await first, then assign), since with as many readers
   /// blocked as the cooperative pool has threads, the task inside the access never resumes
-  /// (a read in another task that waits a second for it warns on standard error, when
-  /// the proxy was taken in a task).
+  /// (a read in another task that waits a second for it warns on standard error).
   ///
   /// ```swift
   /// let token = await fetchToken()  // not `await proxy.write.fetchToken()`

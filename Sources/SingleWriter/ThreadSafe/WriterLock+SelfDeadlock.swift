@@ -7,11 +7,24 @@ extension WriterLock {
   /// An access through a proxy that owns its checkout, made in a task, is that task's
   /// (`beginProxyWriting`): the task may suspend inside it (an async mutating method called
   /// through `proxy.write`) and resume on another thread, while other tasks, whose waits
-  /// end when it resumes, run on this one. Any other access is its thread's.
+  /// end when it resumes, run on this one. Any other access is its thread's. A task is
+  /// recorded with the low bit set, which no thread's identity has.
   @usableFromInline func isAccessing(_ me: UInt) -> Bool {
     guard word.isWriting else { return false }
     let accessor = sw_uptr_load(writingThread)
-    return accessor == me || (accessor != 0 && accessor == sw_current_task_inline())
+    return accessor == me || accessor == sw_current_task_inline() | 1
+  }
+
+  /// Whether a blocking wait by the caller for the write access in progress may starve
+  /// it: the access was made in a task, through a proxy, so it may span an `await` and
+  /// need a thread of the cooperative pool to end, and the caller, another task, may be
+  /// blocking one. Keyed on who makes the access, not on who took the proxy: a proxy
+  /// taken on a thread and used in a task spans `await`s the same way.
+  @usableFromInline func accessMayBeStarved() -> Bool {
+    let accessor = sw_uptr_load(writingThread)
+    guard accessor & 1 != 0 else { return false }
+    let task = sw_current_task_inline()
+    return task != 0 && accessor != task | 1
   }
 
   /// Stops a write to this container from inside one of its `read { }` closures on this
@@ -85,7 +98,7 @@ extension WriterLock {
 
   /// Sleeps until the state word changes, if an access or a reader is still there to
   /// wake this thread when it ends. A wait for a write access that outlasts a second warns
-  /// once if it may starve that access of the pool's threads (`blockedWaitMayStarveHolder`):
+  /// once if it may starve that access of the pool's threads (`accessMayBeStarved`):
   /// an access through a proxy spans every `await` inside it (`await proxy.write.load()`),
   /// and when every thread of the pool blocks here, its task never resumes to end it.
   @usableFromInline func sleepWhileAccessed(_ wait: inout AccessWait) {
@@ -96,12 +109,12 @@ extension WriterLock {
     if wait.since == 0 { wait.since = now }
     if now &- wait.since >= HandOffPolicy.deadlockWarning {
       wait.since = now
-      if old.isWriting, blockedWaitMayStarveHolder() {
+      if old.isWriting, accessMayBeStarved() {
         wait.warned = true
         sw_print_error(
           """
           SingleWriter: a read (or a write access through a proxy) in a task has waited 1 s, \
-          blocking its thread, for a write access through a proxy that another task took. An \
+          blocking its thread, for a write access through a proxy that another task made. An \
           access that spans an `await` (`await proxy.write.method()`) needs a thread to end: \
           if both run on the cooperative pool and every thread of it waits like this one, it \
           never does. Await first, then assign through the proxy.

@@ -205,10 +205,9 @@ struct WriterLock {
   /// caller runs in a task, so it may block a thread of the cooperative pool, and another
   /// task holds the checkout (a proxy, or an async transaction), which, if it runs on the
   /// pool, needs one of its threads to go on. When every thread of the pool waits like
-  /// this, the holder never resumes to release it. Every blocking wait that outlasts a
-  /// second warns if so: for the checkout (`Waiter.wait`), for room (`waitForRoom`), and
-  /// for a write access through a proxy, which spans the `await`s inside it
-  /// (`sleepWhileAccessed`).
+  /// this, the holder never resumes to release it. A blocking wait for the checkout that
+  /// outlasts a second warns if so (`Waiter.wait`, `waitForRoom`); a wait for a write
+  /// access asks the same of the access's maker instead (`accessMayBeStarved`).
   @usableFromInline func blockedWaitMayStarveHolder() -> Bool {
     let holder = holder
     return holder & 1 != 0 && sw_current_task() != 0 && !WriterLock.isCaller(holder)
@@ -279,8 +278,8 @@ struct WriterLock {
   /// Takes `writing` for one access through a proxy, and records who makes it: a proxy
   /// lent to a body running on this thread (its closure's mark is this thread's) is used
   /// there and then, by the thread; any other proxy, one that owns its checkout, may be a
-  /// task's, which may suspend inside the access and resume elsewhere: the task's (see
-  /// `isAccessing`).
+  /// task's, which may suspend inside the access and resume elsewhere: the task's, tagged
+  /// with the low bit (see `isAccessing` and `accessMayBeStarved`).
   ///
   /// Inlined whole, with the runtime's own entry point called directly: this runs on every
   /// access through a held proxy, the path the container is for, where a call through the
@@ -297,7 +296,7 @@ struct WriterLock {
     sw_uptr_store(writingThread, me)
     if sw_uptr_load(checkoutThread) != scoped(me) {
       let task = sw_current_task_inline()
-      if task != 0 { sw_uptr_store(writingThread, task) }
+      if task != 0 { sw_uptr_store(writingThread, task | 1) }
     }
     sw_seq_begin_write(sequence)
     return begun

@@ -32,6 +32,26 @@ import Testing
     }
     #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
   }
+
+  // The same, with the proxy taken on a thread outside any task and then used in a task:
+  // the rule keyed on who took the proxy, so this hung silently.
+  @Test func aProxyTakenOutsideAnyTaskIsReportedToo() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "reads behind an access a task made through a thread's proxy")
+      let box = ThreadSafeSingleWriter(value: SlowCounter())
+      let proxy = await runOnThread(stackSize: 1 << 20) { box.writer }
+      await atkStarvePool(
+        holding: { whileHeld in
+          guard let proxy else { return }
+          await proxy.write.add(whileHeld)
+        },
+        blocking: { _ = box.read.count })
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
 }
 
 /// A value with an async mutating method: called through `proxy.write`, its access spans
