@@ -100,22 +100,17 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// `Task.immediate` on an actor by the very task that holds the proxy runs inline like
   /// any job of that actor, which no look can tell apart, and waits forever.
   @usableFromInline func waitForRoom() {
-    var since = sw_monotonic_ns()
-    var warned = false
+    var wait = LongWait()
     while queuedWrites >= maxQueuedWrites {
-      if !warned, sw_monotonic_ns() &- since >= HandOffPolicy.deadlockWarning {
-        since = sw_monotonic_ns()
-        if lock.blockedWaitMayStarveHolder() {
-          warned = true
-          sw_print_error(
-            """
-            SingleWriter: a bounded writeNext in a task has waited 1 s for room, blocking \
-            its thread, while another task holds the checkout (a proxy, or an async \
-            transaction). If that task started this one with `Task.immediate` and waits \
-            for it, or if both run on the cooperative pool and every thread of it waits \
-            like this one, this is a deadlock: use `await write` in async code.
-            """)
-        }
+      if wait.isDue(), lock.blockedWaitMayStarveHolder() {
+        wait.warn(
+          """
+          SingleWriter: a bounded writeNext in a task has waited 1 s for room, blocking \
+          its thread, while another task holds the checkout (a proxy, or an async \
+          transaction). If that task started this one with `Task.immediate` and waits \
+          for it, or if both run on the cooperative pool and every thread of it waits \
+          like this one, this is a deadlock: use `await write` in async code.
+          """)
       }
       // Ask, then look again: a write started between the look and the ask would not
       // know to wake this thread. A start that misses the ask still ends the sleep

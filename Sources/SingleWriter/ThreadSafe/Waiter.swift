@@ -36,8 +36,8 @@ final class Waiter: @unchecked Sendable {
     warningIf suspect: () -> Bool
   ) -> Bool {
     let me = sw_current_thread()
-    var warned = false
-    var since = sw_monotonic_ns()
+    var wait = LongWait()
+    _ = wait.isDue()  // starts the clock
     while true {
       let state = current
       if state != .waiting { return state == .handedTheCheckout }
@@ -47,13 +47,9 @@ final class Waiter: @unchecked Sendable {
         continue
       }
       if takeBack() { return true }
-      let now = sw_monotonic_ns()
-      guard now &- since >= HandOffPolicy.deadlockWarning else { continue }
-      since = now
-      guard !warned else { continue }
+      guard wait.isDue() else { continue }
       if suspect() {
-        warned = true
-        sw_print_error(
+        wait.warn(
           """
           SingleWriter: withWriter has waited 1 s for a checkout taken through a proxy on \
           this same thread or by this task (from `writer`, `checkout()`, or a `writeNext` \
@@ -61,8 +57,7 @@ final class Waiter: @unchecked Sendable {
           deadlock: release it before calling withWriter.
           """)
       } else if lock.blockedWaitMayStarveHolder() {
-        warned = true
-        sw_print_error(
+        wait.warn(
           """
           SingleWriter: withWriter (or a sync transaction) in a task has waited 1 s, blocking \
           its thread, for a checkout another task holds (a proxy, or an async transaction). \

@@ -101,38 +101,20 @@ extension WriterLock {
   /// once if it may starve that access of the pool's threads (`accessMayBeStarved`):
   /// an access through a proxy spans every `await` inside it (`await proxy.write.load()`),
   /// and when every thread of the pool blocks here, its task never resumes to end it.
-  @usableFromInline func sleepWhileAccessed(_ wait: inout AccessWait) {
+  @usableFromInline func sleepWhileAccessed(_ wait: inout LongWait) {
     guard let old = update({ $0.markWaiters() }) else { return }
     let expected = old.raw | WriterWord.waiters
-    guard !wait.warned else { return sw_wait(state, expected) }
-    let now = sw_monotonic_ns()
-    if wait.since == 0 { wait.since = now }
-    if now &- wait.since >= HandOffPolicy.deadlockWarning {
-      wait.since = now
-      if old.isWriting, accessMayBeStarved() {
-        wait.warned = true
-        sw_print_error(
-          """
-          SingleWriter: a read (or a write access through a proxy) in a task has waited 1 s, \
-          blocking its thread, for a write access through a proxy that another task made. An \
-          access that spans an `await` (`await proxy.write.method()`) needs a thread to end: \
-          if both run on the cooperative pool and every thread of it waits like this one, it \
-          never does. Await first, then assign through the proxy.
-          """)
-        return sw_wait(state, expected)
-      }
+    if wait.isDue(), old.isWriting, accessMayBeStarved() {
+      wait.warn(
+        """
+        SingleWriter: a read (or a write access through a proxy) in a task has waited 1 s, \
+        blocking its thread, for a write access through a proxy that another task made. An \
+        access that spans an `await` (`await proxy.write.method()`) needs a thread to end: \
+        if both run on the cooperative pool and every thread of it waits like this one, it \
+        never does. Await first, then assign through the proxy.
+        """)
     }
-    let left = HandOffPolicy.deadlockWarning &- (now &- wait.since)
+    guard let left = wait.untilDue else { return sw_wait(state, expected) }
     _ = sw_wait_for(state, expected, Int64(left))
   }
-}
-
-/// A blocking wait for the value (`WriterLock.sleepWhileAccessed`): when it began, and
-/// whether it has warned.
-@usableFromInline struct AccessWait {
-  /// When the first sleep began, or 0 before it.
-  @usableFromInline var since: UInt64 = 0
-  @usableFromInline var warned = false
-
-  @usableFromInline init() {}
 }

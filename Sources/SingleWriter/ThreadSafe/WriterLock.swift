@@ -251,7 +251,7 @@ struct WriterLock {
 
   @usableFromInline func beginReadSlow() {
     let me = sw_current_thread()
-    var wait = AccessWait()
+    var wait = LongWait()
     while !tryBeginRead() {
       if isAccessing(me) {
         selfDeadlockFailure(
@@ -350,7 +350,7 @@ struct WriterLock {
   /// Waits for the readers and other accesses, then takes `writing`; the caller records
   /// the accessor.
   @usableFromInline func waitToBeginWriting(_ me: UInt) {
-    var wait = AccessWait()
+    var wait = LongWait()
     while true {
       switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
       case .begun: return
