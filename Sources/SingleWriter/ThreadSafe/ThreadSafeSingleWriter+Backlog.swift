@@ -95,10 +95,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     }
   }
 
-  /// Sleeps while the bounded backlog is full. After a second, from a task while another
-  /// task holds the checkout (a proxy, or an async transaction), warns once: a task started with
-  /// `Task.immediate` on an actor by the very task that holds the proxy runs inline like
-  /// any job of that actor, which no look can tell apart, and waits forever.
+  /// Sleeps while the bounded backlog is full. After a second, from a task while the
+  /// checkout is held elsewhere (a proxy, or an async transaction), warns once
+  /// (`blockedWaitMayStarveHolder`): a task started with `Task.immediate` on an actor by
+  /// the very task that holds the proxy runs inline like any job of that actor, which no
+  /// look can tell apart, and waits forever.
   @usableFromInline func waitForRoom() {
     var wait = LongWait()
     while queuedWrites >= maxQueuedWrites {
@@ -106,10 +107,11 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         wait.warn(
           """
           SingleWriter: a bounded writeNext in a task has waited 1 s for room, blocking \
-          its thread, while another task holds the checkout (a proxy, or an async \
-          transaction). If that task started this one with `Task.immediate` and waits \
-          for it, or if both run on the cooperative pool and every thread of it waits \
-          like this one, this is a deadlock: use `await write` in async code.
+          its thread, while the checkout is held elsewhere (a proxy, or an async \
+          transaction). If its holder started this task with `Task.immediate` and waits \
+          for it, or holds it across an `await`, needing the cooperative pool to go on, \
+          while every thread of the pool waits like this one, this is a deadlock: use \
+          `await write` in async code.
           """)
       }
       // Ask, then look again: a write started between the look and the ask would not

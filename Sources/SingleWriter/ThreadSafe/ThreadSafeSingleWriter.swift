@@ -206,9 +206,9 @@ public final class ThreadSafeSingleWriter<Value: ~Copyable> {
   /// proxy's release, which is right if the proxy went elsewhere; if it did not, a
   /// warning on standard error after a second names the deadlock. A proxy received from
   /// another thread or task is not known as this one's: a wait behind it is not warned of,
-  /// except from a task, behind a checkout that another task holds: that wait blocks its
-  /// thread, and if both run on the cooperative pool, the holder may need that thread to
-  /// go on, so after a second it warns. In async code, use `await write`.
+  /// except from a task: that wait blocks its thread, and a task holding the proxy across
+  /// an `await` may need that thread to go on, so after a second it warns. In async code,
+  /// use `await write`.
   ///
   /// Debug builds' lock-order checking (see ``RaceDetector``) orders it after every lock
   /// this thread holds, and reports the first pair also taken in the opposite order. The

@@ -60,10 +60,10 @@ final class Waiter: @unchecked Sendable {
         wait.warn(
           """
           SingleWriter: withWriter (or a sync transaction) in a task has waited 1 s, blocking \
-          its thread, for a checkout another task holds (a proxy, or an async transaction). \
-          If both run on the cooperative pool and every thread of it waits like this one, \
-          the holder never goes on to release it. In async code, use `await write` or \
-          `await transaction`.
+          its thread, for a checkout held elsewhere (a proxy, or an async transaction). If \
+          a task holds it across an `await`, needing the cooperative pool to go on, and \
+          every thread of the pool waits like this one, the holder never goes on to release \
+          it. In async code, use `await write` or `await transaction`.
           """)
       }
     }

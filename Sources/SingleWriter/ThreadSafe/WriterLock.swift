@@ -202,15 +202,17 @@ struct WriterLock {
   }
 
   /// Whether a blocking wait by the caller may starve the checkout it waits for: the
-  /// caller runs in a task, so it may block a thread of the cooperative pool, and another
-  /// task holds the checkout (a proxy, or an async transaction), which, if it runs on the
-  /// pool, needs one of its threads to go on. When every thread of the pool waits like
-  /// this, the holder never resumes to release it. A blocking wait for the checkout that
-  /// outlasts a second warns if so (`Waiter.wait`, `waitForRoom`); a wait for a write
-  /// access asks the same of the access's maker instead (`accessMayBeStarved`).
+  /// caller runs in a task, so it may block a thread of the cooperative pool, and someone
+  /// else holds the checkout through a proxy or an async transaction, which may be, or
+  /// may have been handed to, a task that needs one of the pool's threads to go on
+  /// (a proxy taken on a thread and held by a `Task` across its `await`s is one). When
+  /// every thread of the pool waits like this, the holder never resumes to release it.
+  /// A blocking wait for the checkout that outlasts a second warns if so (`Waiter.wait`,
+  /// `waitForRoom`); a wait for a write access asks the same of the access's maker instead
+  /// (`accessMayBeStarved`).
   @usableFromInline func blockedWaitMayStarveHolder() -> Bool {
     let holder = holder
-    return holder & 1 != 0 && sw_current_task() != 0 && !WriterLock.isCaller(holder)
+    return holder != 0 && sw_current_task() != 0 && !WriterLock.isCaller(holder)
   }
 
   /// A thread's serial is one thread-local load; a task's number, two calls.

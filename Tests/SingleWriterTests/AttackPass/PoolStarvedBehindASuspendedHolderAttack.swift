@@ -57,6 +57,29 @@ import Testing
   }
 }
 
+extension AttackPassPoolStarvedBehindASuspendedHolder {
+  // The same, with the proxy taken on a thread outside any task and then held by a task
+  // across its `await`s (an app's callback takes `writer` and hands it to a `Task`): the
+  // rule asked whether a task took the checkout, so this hung silently.
+  @Test func aProxyTakenOutsideAnyTaskAndHeldByATaskIsReported() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "withWriter on every pool thread behind a thread's proxy a task holds")
+      let box = ThreadSafeSingleWriter(value: 0)
+      let taken = Locked(await runOnThread(stackSize: 1 << 20) { box.writer })
+      await atkStarvePool(
+        holding: { whileHeld in
+          await whileHeld()
+          taken.withLock { $0 = nil }
+        },
+        blocking: { box.withWriter { $0 += 1 } })
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
+}
+
 /// The sync `transaction`, named from synchronous code so the async one is not chosen.
 private func commitOne(_ box: ThreadSafeSingleWriter<Int>) {
   box.transaction { $0 += 1 }
