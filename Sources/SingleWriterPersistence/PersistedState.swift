@@ -61,7 +61,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - file: Where the value is kept. Its folder is created on the first save if it is
-  ///     missing. One `PersistedState` per file: two would overwrite each other's saves.
+  ///     missing (unless a `..` climbs out of a missing folder: that save fails). One
+  ///     `PersistedState` per file: two would overwrite each other's saves.
   ///   - default: The value when there is no file yet.
   ///   - encoder: Encodes each save; by default, pretty-printed JSON with sorted keys.
   ///   - decoder: Decodes the file.

@@ -78,6 +78,16 @@ struct StateFile: Sendable {
     let folder = target.deletingLastPathComponent()
     var failure = attemptReplace(data, at: target)
     if let first = failure, first.step == SW_FILE_CREATE, first.code == Int32(SW_FILE_NOT_FOUND) {
+      // A `..` after a missing folder climbs out of a folder the system cannot find: once
+      // made, the path would name another file than the one the load found missing, one
+      // that may be there, and the save would replace it unread.
+      if let missing = Self.missingFolderClimbedOutOf(folder) {
+        throw PersistenceError(
+          kind: .save, file: url,
+          underlying: Self.failure(
+            "making the folder \(folder.path), whose `..` climbs out of the missing folder \(missing.path)",
+            Int32(SW_FILE_NOT_FOUND)))
+      }
       // The new folders' entries are flushed in their parents, as the rename's is in its
       // folder: a save that `saved()` confirmed survives a power loss with its folder.
       let parents = Self.parentsToFlush(creating: folder)
@@ -111,6 +121,16 @@ struct StateFile: Sendable {
         let destination = try? FileManager.default.destinationOfSymbolicLink(
           atPath: target.path)
       else { return target }
+      // A destination ending in `/` names a folder, which the system never opens or makes
+      // as a file (the load found it missing, or not a file), but a URL drops the slash:
+      // the save would replace the file of that name, or make one the next load misses.
+      guard !destination.hasSuffix("/") else {
+        throw PersistenceError(
+          kind: .save, file: url,
+          underlying: Self.failure(
+            "following the symbolic link \(target.path) to \(destination), which names a folder",
+            Int32(SW_FILE_NOT_A_FOLDER)))
+      }
       // A relative link appended to its folder as named, `..` and all, never resolved
       // by hand: the system climbs out of the folder the link is really in, which the
       // path names differently when a folder on it is a link.
@@ -148,6 +168,20 @@ struct StateFile: Sendable {
       parents.append(prefixes[index - 1])
     }
     return parents.reversed()
+  }
+
+  /// The first missing folder on `folder`'s path, if a `..` follows it.
+  static func missingFolderClimbedOutOf(_ folder: URL) -> URL? {
+    let components = folder.pathComponents
+    guard let first = components.first else { return nil }
+    var prefix = URL(fileURLWithPath: first, isDirectory: true)
+    var missing: URL?
+    for component in components.dropFirst() {
+      if component == "..", let missing { return missing }
+      prefix = prefix.appendingPathComponent(component)
+      if missing == nil, !FileManager.default.fileExists(atPath: prefix.path) { missing = prefix }
+    }
+    return nil
   }
 
   /// Flushes `folder`; the `errno` value if that failed.
