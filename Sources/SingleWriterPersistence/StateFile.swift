@@ -10,6 +10,10 @@ struct StateFile: Sendable {
   /// so that two stores saving the same file by mistake, in two processes or in one,
   /// never write one temporary file: a save stays whole.
   let temporaryName: String
+  /// The parents of the folders a save made whose flush failed: no save succeeds until
+  /// they are flushed, else a later save would find the folder there and be confirmed
+  /// with its entry still unflushed.
+  let unflushedParents = UnflushedParents()
 
   init(_ url: URL) {
     self.url = url
@@ -76,6 +80,7 @@ struct StateFile: Sendable {
   func replace(with data: Data) throws(PersistenceError) {
     let target = try linkTarget()
     let folder = target.deletingLastPathComponent()
+    try flushNewFolders()
     var failure = attemptReplace(data, at: target)
     if let first = failure, first.step == SW_FILE_CREATE, first.code == Int32(SW_FILE_NOT_FOUND) {
       // A `..` after a missing folder climbs out of a folder the system cannot find: once
@@ -94,14 +99,8 @@ struct StateFile: Sendable {
       if (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true))
         != nil
       {
-        for parent in parents {
-          if let code = Self.flush(folder: parent) {
-            throw PersistenceError(
-              kind: .save, file: url,
-              underlying: Self.failure(
-                "flushing the folder \(parent.path) after creating a folder in it", code))
-          }
-        }
+        unflushedParents.add(parents)
+        try flushNewFolders()
         failure = attemptReplace(data, at: target)
       }
     }
@@ -168,6 +167,20 @@ struct StateFile: Sendable {
       parents.append(prefixes[index - 1])
     }
     return parents.reversed()
+  }
+
+  /// Flushes the parents of the folders saves made, oldest first; throws for the first
+  /// that fails. One that is gone (its folder removed since) has no entry left to flush.
+  private func flushNewFolders() throws(PersistenceError) {
+    while let parent = unflushedParents.first {
+      if let code = Self.flush(folder: parent), code != Int32(SW_FILE_NOT_FOUND) {
+        throw PersistenceError(
+          kind: .save, file: url,
+          underlying: Self.failure(
+            "flushing the folder \(parent.path) after creating a folder in it", code))
+      }
+      unflushedParents.removeFirst()
+    }
   }
 
   /// The first missing folder on `folder`'s path, if a `..` follows it.
@@ -243,4 +256,16 @@ struct StateFile: Sendable {
       message: String(
         decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
   }
+}
+
+/// The parents still to flush after a save made folders in them, in the order to flush.
+final class UnflushedParents: @unchecked Sendable {
+  // Sendable: `parents` is only touched under `lock` (saves run one at a time, on the
+  // saver's queue, but the type does not rely on it).
+  private let lock = NSLock()
+  private var parents: [URL] = []
+
+  func add(_ more: [URL]) { lock.withLock { parents += more } }
+  var first: URL? { lock.withLock { parents.first } }
+  func removeFirst() { _ = lock.withLock { parents.removeFirst() } }
 }
