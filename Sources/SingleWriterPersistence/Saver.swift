@@ -99,15 +99,22 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
     } catch {
       outcome = .failure(PersistenceError(kind: .encode, file: file.url, underlying: error))
     }
-    let (settled, streams, report) = lock.withLock {
+    // The failed value this save replaces or clears, freed after the lock: a value only
+    // the saver held runs its deinit there, which may call the store (`failures()`).
+    let (settled, streams, report, replaced) = lock.withLock {
       var report = false
+      var replaced: (version: UInt64, value: Value, error: PersistenceError)?
       switch outcome {
       case .success:
         savedVersion = version
         lastReported = nil
-        if let failure, Self.isAtLeast(version, failure.version) { self.failure = nil }
+        if let failure, Self.isAtLeast(version, failure.version) {
+          replaced = failure
+          self.failure = nil
+        }
       case .failure(let error):
         if failure.map({ Self.isAtLeast(version, $0.version) }) ?? true {
+          replaced = failure
           failure = (version, value, error)
         }
         report = error.description != lastReported
@@ -116,8 +123,9 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
       // A flush asked for this version or an older one: done, or failed with this save.
       let settled = flushes.filter { Self.isAtLeast(version, $0.version) }
       flushes.removeAll { Self.isAtLeast(version, $0.version) }
-      return (settled, report ? Array(failureStreams.values) : [], report)
+      return (settled, report ? Array(failureStreams.values) : [], report, replaced)
     }
+    withExtendedLifetime(replaced) {}  // freed here, before a flush waiting for it resumes
     for flush in settled { flush.continuation.resume(with: outcome.mapError { $0 }) }
     if report, case .failure(let error) = outcome {
       onFailure?(error)
