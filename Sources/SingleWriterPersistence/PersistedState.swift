@@ -92,6 +92,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// ```
   ///
   /// `encode` runs on the saver's queue, one save at a time; `decode` runs once, here.
+  /// `encode` may read the container but not write it: its write is a change, whose save
+  /// writes again, without end.
   /// Otherwise as ``init(file:default:encoder:decoder:onSaveFailure:)``.
   public init(
     file: URL, default: @autoclosure () throws -> Value,
