@@ -28,7 +28,9 @@ import SingleWriter
 /// ``saved()`` is the flush: call it where the app may stop (on Apple, when the scene
 /// moves to the background; on a server, at shutdown). A failed save loses nothing in
 /// memory; it is thrown by the next ``saved()``, given to `onSaveFailure` and to
-/// ``failures()``, and retried by the next change.
+/// ``failures()``, and retried by the next change. A failure like the last one reported
+/// is not reported again until a save succeeds (``saved()`` still throws it): a handler
+/// that records it in the state makes a change whose save fails alike, without end.
 ///
 /// Saving goes on while ``state`` lives, even if this object is released first, and ends
 /// with a save of the value the container was freed with, if it had not been saved. That
@@ -59,11 +61,13 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - file: Where the value is kept. Its folder is created on the first save if it is
-  ///     missing. One `PersistedState` per file: two would overwrite each other's saves.
+  ///     missing (unless a `..` climbs out of a missing folder: that save fails). One
+  ///     `PersistedState` per file: two would overwrite each other's saves.
   ///   - default: The value when there is no file yet.
   ///   - encoder: Encodes each save; by default, pretty-printed JSON with sorted keys.
   ///   - decoder: Decodes the file.
-  ///   - onSaveFailure: Called on the saver's queue with each failed save.
+  ///   - onSaveFailure: Called on the saver's queue with each failed save, except one
+  ///     that fails as the last one reported did, until a save succeeds.
   public convenience init(
     file: URL, default: @autoclosure () throws -> Value, encoder: JSONEncoder? = nil,
     decoder: JSONDecoder = JSONDecoder(),
@@ -88,6 +92,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// ```
   ///
   /// `encode` runs on the saver's queue, one save at a time; `decode` runs once, here.
+  /// `encode` may read the container but not write it: its write is a change, whose save
+  /// writes again, without end.
   /// Otherwise as ``init(file:default:encoder:decoder:onSaveFailure:)``.
   public init(
     file: URL, default: @autoclosure () throws -> Value,
@@ -164,7 +170,9 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// ```
   ///
   /// The stream keeps the 16 newest failures its consumer has not taken yet, and ends when
-  /// saving ends: once the container is freed and its last value saved.
+  /// saving ends: once the container is freed and its last value saved. A failure like
+  /// the last one reported is not reported again until a save succeeds, so a consumer
+  /// that records each in the state, or retries with ``saved()``, does not go round.
   public func failures() -> AsyncStream<PersistenceError> { saver.failures() }
 
   /// The default encoder: pretty-printed JSON with sorted keys, readable and diffable.

@@ -25,7 +25,9 @@ public struct PersistenceError: LocalizedError, CustomStringConvertible {
     /// The encoder refused the value. Nothing was written.
     case encode
     /// The file system refused the save: a missing or read-only folder, a full disk. The
-    /// file holds the last value saved before, whole.
+    /// file holds the last value saved before, whole; but where only the folder's flush
+    /// after the rename failed (a folder the app may write but not read), it holds the
+    /// new value, which a power loss may undo.
     case save
   }
 

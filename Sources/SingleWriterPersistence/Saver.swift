@@ -25,6 +25,11 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   var failure: (version: UInt64, value: Value, error: PersistenceError)?
   /// A retry of `failure` is queued.
   var retrying = false
+  /// The description of the failure reported last, until a save succeeds: one like it is
+  /// not reported again, since a handler or a stream's consumer that records it in the
+  /// state makes a change whose save fails the same way, and would be told of it again,
+  /// without end.
+  var lastReported: String?
   /// `saved()` calls waiting for a version to reach the disk.
   var flushes: [(version: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
   /// `failures()` streams, by id.
@@ -94,23 +99,35 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
     } catch {
       outcome = .failure(PersistenceError(kind: .encode, file: file.url, underlying: error))
     }
-    let (settled, streams) = lock.withLock {
+    // The failed value this save replaces or clears, freed after the lock: a value only
+    // the saver held runs its deinit there, which may call the store (`failures()`).
+    let (settled, streams, report, replaced) = lock.withLock {
+      var report = false
+      var replaced: (version: UInt64, value: Value, error: PersistenceError)?
       switch outcome {
       case .success:
         savedVersion = version
-        if let failure, Self.isAtLeast(version, failure.version) { self.failure = nil }
+        lastReported = nil
+        if let failure, Self.isAtLeast(version, failure.version) {
+          replaced = failure
+          self.failure = nil
+        }
       case .failure(let error):
         if failure.map({ Self.isAtLeast(version, $0.version) }) ?? true {
+          replaced = failure
           failure = (version, value, error)
         }
+        report = error.description != lastReported
+        lastReported = error.description
       }
       // A flush asked for this version or an older one: done, or failed with this save.
       let settled = flushes.filter { Self.isAtLeast(version, $0.version) }
       flushes.removeAll { Self.isAtLeast(version, $0.version) }
-      return (settled, outcome.failure.map { _ in Array(failureStreams.values) } ?? [])
+      return (settled, report ? Array(failureStreams.values) : [], report, replaced)
     }
+    withExtendedLifetime(replaced) {}  // freed here, before a flush waiting for it resumes
     for flush in settled { flush.continuation.resume(with: outcome.mapError { $0 }) }
-    if case .failure(let error) = outcome {
+    if report, case .failure(let error) = outcome {
       onFailure?(error)
       for stream in streams { stream.yield(error) }
     }
@@ -160,12 +177,5 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
       _ = self?.lock.withLock { self?.failureStreams.removeValue(forKey: id) }
     }
     return stream
-  }
-}
-
-extension Result {
-  fileprivate var failure: Failure? {
-    if case .failure(let error) = self { return error }
-    return nil
   }
 }

@@ -10,6 +10,10 @@ struct StateFile: Sendable {
   /// so that two stores saving the same file by mistake, in two processes or in one,
   /// never write one temporary file: a save stays whole.
   let temporaryName: String
+  /// The parents of the folders a save made whose flush failed: no save succeeds until
+  /// they are flushed, else a later save would find the folder there and be confirmed
+  /// with its entry still unflushed.
+  let unflushedParents = UnflushedParents()
 
   init(_ url: URL) {
     self.url = url
@@ -76,22 +80,27 @@ struct StateFile: Sendable {
   func replace(with data: Data) throws(PersistenceError) {
     let target = try linkTarget()
     let folder = target.deletingLastPathComponent()
+    try flushNewFolders()
     var failure = attemptReplace(data, at: target)
     if let first = failure, first.step == SW_FILE_CREATE, first.code == Int32(SW_FILE_NOT_FOUND) {
+      // A `..` after a missing folder climbs out of a folder the system cannot find: once
+      // made, the path would name another file than the one the load found missing, one
+      // that may be there, and the save would replace it unread.
+      if let missing = Self.missingFolderClimbedOutOf(folder) {
+        throw PersistenceError(
+          kind: .save, file: url,
+          underlying: Self.failure(
+            "making the folder \(folder.path), whose `..` climbs out of the missing folder \(missing.path)",
+            Int32(SW_FILE_NOT_FOUND)))
+      }
       // The new folders' entries are flushed in their parents, as the rename's is in its
       // folder: a save that `saved()` confirmed survives a power loss with its folder.
       let parents = Self.parentsToFlush(creating: folder)
       if (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true))
         != nil
       {
-        for parent in parents {
-          if let code = Self.flush(folder: parent) {
-            throw PersistenceError(
-              kind: .save, file: url,
-              underlying: Self.failure(
-                "flushing the folder \(parent.path) after creating a folder in it", code))
-          }
-        }
+        unflushedParents.add(parents)
+        try flushNewFolders()
         failure = attemptReplace(data, at: target)
       }
     }
@@ -111,6 +120,16 @@ struct StateFile: Sendable {
         let destination = try? FileManager.default.destinationOfSymbolicLink(
           atPath: target.path)
       else { return target }
+      // A destination ending in `/` names a folder, which the system never opens or makes
+      // as a file (the load found it missing, or not a file), but a URL drops the slash:
+      // the save would replace the file of that name, or make one the next load misses.
+      guard !destination.hasSuffix("/") else {
+        throw PersistenceError(
+          kind: .save, file: url,
+          underlying: Self.failure(
+            "following the symbolic link \(target.path) to \(destination), which names a folder",
+            Int32(SW_FILE_NOT_A_FOLDER)))
+      }
       // A relative link appended to its folder as named, `..` and all, never resolved
       // by hand: the system climbs out of the folder the link is really in, which the
       // path names differently when a folder on it is a link.
@@ -148,6 +167,34 @@ struct StateFile: Sendable {
       parents.append(prefixes[index - 1])
     }
     return parents.reversed()
+  }
+
+  /// Flushes the parents of the folders saves made, oldest first; throws for the first
+  /// that fails. One that is gone (its folder removed since) has no entry left to flush.
+  private func flushNewFolders() throws(PersistenceError) {
+    while let parent = unflushedParents.first {
+      if let code = Self.flush(folder: parent), code != Int32(SW_FILE_NOT_FOUND) {
+        throw PersistenceError(
+          kind: .save, file: url,
+          underlying: Self.failure(
+            "flushing the folder \(parent.path) after creating a folder in it", code))
+      }
+      unflushedParents.removeFirst()
+    }
+  }
+
+  /// The first missing folder on `folder`'s path, if a `..` follows it.
+  static func missingFolderClimbedOutOf(_ folder: URL) -> URL? {
+    let components = folder.pathComponents
+    guard let first = components.first else { return nil }
+    var prefix = URL(fileURLWithPath: first, isDirectory: true)
+    var missing: URL?
+    for component in components.dropFirst() {
+      if component == "..", let missing { return missing }
+      prefix = prefix.appendingPathComponent(component)
+      if missing == nil, !FileManager.default.fileExists(atPath: prefix.path) { missing = prefix }
+    }
+    return nil
   }
 
   /// Flushes `folder`; the `errno` value if that failed.
@@ -209,4 +256,16 @@ struct StateFile: Sendable {
       message: String(
         decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
   }
+}
+
+/// The parents still to flush after a save made folders in them, in the order to flush.
+final class UnflushedParents: @unchecked Sendable {
+  // Sendable: `parents` is only touched under `lock` (saves run one at a time, on the
+  // saver's queue, but the type does not rely on it).
+  private let lock = NSLock()
+  private var parents: [URL] = []
+
+  func add(_ more: [URL]) { lock.withLock { parents += more } }
+  var first: URL? { lock.withLock { parents.first } }
+  func removeFirst() { _ = lock.withLock { parents.removeFirst() } }
 }

@@ -24,9 +24,14 @@ enum {
 };
 
 /// `errno` values for Swift, which sees no system header here: a path that does not exist
-/// (a missing folder), one the file system cannot represent, and a chain of symbolic
-/// links too long to follow.
-enum { SW_FILE_NOT_FOUND = ENOENT, SW_FILE_BAD_PATH = EINVAL, SW_FILE_LINK_LOOP = ELOOP };
+/// (a missing folder), one the file system cannot represent, a chain of symbolic links
+/// too long to follow, and a path that names a folder where a file is.
+enum {
+  SW_FILE_NOT_FOUND = ENOENT,
+  SW_FILE_BAD_PATH = EINVAL,
+  SW_FILE_LINK_LOOP = ELOOP,
+  SW_FILE_NOT_A_FOLDER = ENOTDIR,
+};
 
 /// Replaces the file at `path` with `count` bytes, so that a process killed (or a machine
 /// that loses power) at any moment leaves the old file or the new one, whole:
