@@ -8,17 +8,18 @@ import Testing
 /// checkout; observers arriving and leaving.
 extension ScheduleScenarioTests {
   /// A reader holds its slot across a scheduling point while the checkout's holder writes
-  /// twice through its proxy, and a second reader reads: a write access that finds a reader
-  /// marks the word and sleeps until the last reader's end wakes it; a reader that finds
-  /// a write access sleeps until the access's end wakes it. Every schedule must finish
-  /// (a wake that is never made is a deadlock: these sleeps have no deadline), with both
-  /// writes whole in what every reader saw.
+  /// twice through its proxy, and a second reader reads: an access that finds a reader
+  /// steps back, marks the word and sleeps until the last reader's end wakes it; a reader
+  /// that finds an access keeps its slot and sleeps until the access's end wakes it
+  /// (WriterLock+ProxyAccess.swift). Every schedule must finish, with both writes whole in
+  /// what every reader saw.
   @Test func readersAndAWriteAccessWakeEachOther() {
     Scheduler.check(
       pct: 500, exhaustive: 2_000,
       reaches: [
         .wordBeginRead, .wordEndRead, .wordEndReadWakes, .wordMarkWaiters,
-        .wordBeginAccessWaits, .wordEndAccessWakes,
+        .proxyAccessBegin, .proxyAccessStepsBack, .proxyAccessEnd, .proxyAccessEndWakes,
+        .proxyAccessReaderWaits,
       ]
     ) {
       let container = Self.makeContainer()
@@ -48,6 +49,44 @@ extension ScheduleScenarioTests {
         ],
         check: {
           if let failure = journal.check(ranExactly: ["A.0"]) { return failure }
+          if let failure = Self.isFreeAndEmpty(container) { return failure }
+          return container.read == 2 ? nil : "value \(container.read), not 2"
+        })
+    }
+  }
+
+  /// The same with closure writes, which hold the value in the state word: a closure
+  /// write that finds readers takes the checkout, marks the word and sleeps until the last
+  /// reader's end wakes it; a reader that finds the write sleeps until its end wakes it.
+  /// These sleeps have no deadline: a wake never made is a deadlock.
+  @Test func readersAndAClosureWriteWakeEachOther() {
+    Scheduler.check(
+      pct: 500, exhaustive: 2_000,
+      reaches: [
+        .wordBeginRead, .wordEndReadWakes, .wordMarkWaiters, .wordBeginAccessWaits,
+        .wordEndAccessWakes,
+      ]
+    ) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      @Sendable func read(_ name: String) {
+        let value = container.read { value in
+          sw_yield_thread()
+          return value
+        }
+        if !(0...2).contains(value) { journal.notes.append("\(name) saw \(value)") }
+      }
+      return Scheduler.Run(
+        threads: [
+          { read("R.1") },
+          {
+            container.withWriter { $0 += 1 }
+            container.withWriter { $0 += 1 }
+          },
+          { read("R.2") },
+        ],
+        check: {
+          if let note = journal.notes.first { return note }
           if let failure = Self.isFreeAndEmpty(container) { return failure }
           return container.read == 2 ? nil : "value \(container.read), not 2"
         })

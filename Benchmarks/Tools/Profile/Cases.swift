@@ -186,6 +186,11 @@ let cases: [String: @Sendable (Int) -> Void] = [
     let box = opaque(ThreadSafeSingleWriter(value: Counter()))
     for _ in 0..<n { sink(box.read) }
   },
+  "tsReadArray": { n in
+    // A value with references: a reader slot, not the optimistic copy.
+    let box = opaque(ThreadSafeSingleWriter(value: [1, 2, 3]))
+    for _ in 0..<n { sink(box.read.count) }
+  },
   "tsQueue": { n in
     let box = opaque(ThreadSafeSingleWriter(value: Counter()))
     withExtendedLifetime(box.writer) {

@@ -34,6 +34,11 @@ enum HandOffPolicy {
   /// own: a write started just as it asked may not have woken it.
   @inlinable static var roomRecheck: UInt64 { 100_000 }
 
+  /// How long the first sleep for an access through a proxy lasts at most: the access's
+  /// end may miss a sleeper that registered at that moment (WriterLock+ProxyAccess.swift),
+  /// and by then its store shows.
+  @inlinable static var accessRecheck: UInt64 { 1_000_000 }
+
   /// How long a wait that may be for the caller's own proxy lasts before it warns: far
   /// past any real checkout, short enough to be seen while debugging.
   @inlinable static var deadlockWarning: UInt64 { 1_000_000_000 }

@@ -107,9 +107,9 @@ extension ThreadSafeWriterProxy {
       yield value.pointee
     }
     _modify {
-      let begun = lock.beginProxyWriting()
+      lock.beginProxyWriting()
       defer {
-        lock.endWriting(from: begun)
+        lock.endProxyWriting()
         _fixLifetime(self)
       }
       lock.checkLend(generation)

@@ -52,6 +52,19 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case wordObserve
   case wordUnobserve
   case wordTakeDirty
+  /// An access through a proxy marks an observed checkout written.
+  case wordMarkDirty
+
+  // MARK: Accesses through a proxy (WriterLock+ProxyAccess)
+
+  case proxyAccessBegin
+  /// The access found readers, a closure write or a commit, and let go of `proxy_access`.
+  case proxyAccessStepsBack
+  case proxyAccessEnd
+  /// The end found sleepers and woke them.
+  case proxyAccessEndWakes
+  /// A reader found an access through a proxy and kept its slot while it waited.
+  case proxyAccessReaderWaits
 
   // MARK: The hand-off (HandOff)
 

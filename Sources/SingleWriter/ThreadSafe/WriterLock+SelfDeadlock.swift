@@ -10,7 +10,7 @@ extension WriterLock {
   /// end when it resumes, run on this one. Any other access is its thread's. A task is
   /// recorded with the low bit set, which no thread's identity has.
   @usableFromInline func isAccessing(_ me: UInt) -> Bool {
-    guard word.isWriting else { return false }
+    guard word.isWriting || isProxyAccessed else { return false }
     let accessor = sw_uptr_load(writingThread)
     return accessor == me || accessor == sw_current_task_inline() | 1
   }
@@ -96,25 +96,23 @@ extension WriterLock {
 
   // MARK: Sleeping
 
-  /// Sleeps until the state word changes, if an access or a reader is still there to
-  /// wake this thread when it ends. A wait for a write access that outlasts a second warns
-  /// once if it may starve that access of the pool's threads (`accessMayBeStarved`):
-  /// an access through a proxy spans every `await` inside it (`await proxy.write.load()`),
-  /// and when every thread of the pool blocks here, its task never resumes to end it.
-  @usableFromInline func sleepWhileAccessed(_ wait: inout LongWait) {
+  /// Sleeps until the state word changes, if a closure write, a commit or a reader is
+  /// still there to wake this thread when it ends. None of them spans an `await`, so this
+  /// wait never warns; a wait for an access through a proxy, which may, is
+  /// `sleepWhileProxyAccessed`.
+  @usableFromInline func sleepWhileAccessed() {
     guard let old = update({ $0.markWaiters() }) else { return }
-    let expected = old.raw | WriterWord.waiters
-    if wait.isDue(), old.isWriting, accessMayBeStarved() {
-      wait.warn(
-        """
-        SingleWriter: a read (or a write access through a proxy) in a task has waited 1 s, \
-        blocking its thread, for a write access through a proxy that another task made. An \
-        access that spans an `await` (`await proxy.write.method()`) needs a thread to end: \
-        if both run on the cooperative pool and every thread of it waits like this one, it \
-        never does. Await first, then assign through the proxy.
-        """)
-    }
-    guard let left = wait.untilDue else { return sw_wait(state, expected) }
-    _ = sw_wait_for(state, expected, Int64(left))
+    sw_wait(state, old.raw | WriterWord.waiters)
+  }
+
+  /// The warning of a wait for a write access that a task makes through a proxy.
+  @usableFromInline static var starvedAccessWarning: String {
+    """
+    SingleWriter: a read (or a write access through a proxy) in a task has waited 1 s, \
+    blocking its thread, for a write access through a proxy that another task made. An \
+    access that spans an `await` (`await proxy.write.method()`) needs a thread to end: \
+    if both run on the cooperative pool and every thread of it waits like this one, it \
+    never does. Await first, then assign through the proxy.
+    """
   }
 }

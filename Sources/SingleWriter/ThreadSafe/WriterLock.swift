@@ -238,13 +238,19 @@ struct WriterLock {
 
   /// Takes a reader slot, waiting only for a write access in progress.
   @inlinable @inline(__always) func beginRead() {
-    if !tryBeginRead() { beginReadSlow() }
+    if update({ $0.beginRead() }) == nil { beginReadSlow() }
+    // Then look for an access through a proxy (WriterLock+ProxyAccess.swift).
+    if sw_load_seq_cst(proxyAccess) != 0 { readAfterProxyAccess() }
   }
 
-  /// Takes a reader slot unless a write access holds the value. Never waits: the
-  /// compare-and-exchange fails only if the word changed.
-  @inlinable @inline(__always) func tryBeginRead() -> Bool {
-    update { $0.beginRead() } != nil
+  /// Takes a reader slot unless a write access holds the value. Never waits.
+  @inlinable func tryBeginRead() -> Bool {
+    guard update({ $0.beginRead() }) != nil else { return false }
+    guard sw_load_seq_cst(proxyAccess) == 0 else {
+      endRead()
+      return false
+    }
+    return true
   }
 
   @inlinable @inline(__always) func endRead() {
@@ -253,8 +259,7 @@ struct WriterLock {
 
   @usableFromInline func beginReadSlow() {
     let me = sw_current_thread()
-    var wait = LongWait()
-    while !tryBeginRead() {
+    while update({ $0.beginRead() }) == nil {
       if isAccessing(me) {
         selfDeadlockFailure(
           """
@@ -263,7 +268,7 @@ struct WriterLock {
           value you were given; inside an access through a proxy, read before the access.
           """)
       }
-      sleepWhileAccessed(&wait)
+      sleepWhileAccessed()
     }
   }
 
@@ -277,20 +282,18 @@ struct WriterLock {
     sw_seq_begin_write(sequence)
   }
 
-  /// Takes `writing` for one access through a proxy, and records who makes it: a proxy
-  /// lent to a body running on this thread (its closure's mark is this thread's) is used
-  /// there and then, by the thread; any other proxy, one that owns its checkout, may be a
-  /// task's, which may suspend inside the access and resume elsewhere: the task's, tagged
-  /// with the low bit (see `isAccessing` and `accessMayBeStarved`).
+  /// Takes the value for one access through a proxy (WriterLock+ProxyAccess.swift), and
+  /// records who makes it: a proxy lent to a body running on this thread (its closure's
+  /// mark is this thread's) is used there and then, by the thread; any other proxy, one
+  /// that owns its checkout, may be a task's, which may suspend inside the access and
+  /// resume elsewhere: the task's, tagged with the low bit (see `isAccessing` and
+  /// `accessMayBeStarved`).
   ///
   /// Inlined whole, with the runtime's own entry point called directly: this runs on every
   /// access through a held proxy, the path the container is for, where a call through the
   /// C layer's looked-up pointer cost as much again as the access.
-  ///
-  /// Returns the word it installed, for `endWriting(from:)`, or 0 if it waited.
-  @inlinable @inline(__always) func beginProxyWriting() -> UInt32 {
-    let begun = tryBeginWriting()
-    if begun == 0 { waitToBeginWriting(sw_current_thread()) }
+  @inlinable @inline(__always) func beginProxyWriting() {
+    if !tryBeginProxyAccess() { waitToBeginProxyAccess(sw_current_thread()) }
     let me = sw_current_thread()
     // The thread first, then the task over it if there is one: nothing is kept in a
     // register across the runtime's call, which costs every access more than the second
@@ -301,7 +304,13 @@ struct WriterLock {
       if task != 0 { sw_uptr_store(writingThread, task | 1) }
     }
     sw_seq_begin_write(sequence)
-    return begun
+  }
+
+  /// Ends an access through a proxy.
+  @inlinable @inline(__always) func endProxyWriting() {
+    sw_seq_end_write(sequence)
+    sw_uptr_store(writingThread, 0)
+    endProxyAccess()
   }
 
   /// One attempt to take `writing`, inline; returns the word it installed, or 0. First
@@ -352,7 +361,6 @@ struct WriterLock {
   /// Waits for the readers and other accesses, then takes `writing`; the caller records
   /// the accessor.
   @usableFromInline func waitToBeginWriting(_ me: UInt) {
-    var wait = LongWait()
     while true {
       switch update({ $0.beginAccess() }).unsafelyUnwrapped.action {
       case .begun: return
@@ -367,7 +375,7 @@ struct WriterLock {
             change the inout value instead of writing through a proxy.
             """)
         }
-        sleepWhileAccessed(&wait)
+        sleepWhileAccessed()
       }
     }
   }
@@ -375,24 +383,6 @@ struct WriterLock {
   @inlinable @inline(__always) func endWriting() {
     sw_seq_end_write(sequence)
     releaseWriting()
-  }
-
-  /// `endWriting` for an access that installed `begun` (0 if it waited for `writing`):
-  /// from that word, with no load before the exchange, since it has usually not changed.
-  /// No access installs `waiters`: if a reader set it since, the exchange fails and the
-  /// slow end wakes it.
-  @inlinable @inline(__always) func endWriting(from begun: UInt32) {
-    sw_seq_end_write(sequence)
-    sw_uptr_store(writingThread, 0)
-    #if DEBUG
-      // The transition the exchange takes, counted as `tryUpdate` does.
-      if begun != 0 { _ = WriterWord(raw: begun).endAccess() }
-    #endif
-    if sw_cas_value(state, begun, begun & ~WriterWord.writing) == begun {
-      TransitionRow.taken()
-    } else {
-      releaseWritingSlow()
-    }
   }
 
   /// Drops `writing`, with the sequence already even again.

@@ -127,6 +127,19 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     )
   }
 
+  /// Whether an access through a proxy may hold the value (it holds `proxy_access`
+  /// already, WriterLock+ProxyAccess.swift): checked out, with no closure write or commit
+  /// and no readers.
+  @inlinable var admitsProxyAccess: Bool {
+    raw & (WriterWord.writer | WriterWord.writing | ~(WriterWord.reader &- 1)) == WriterWord.writer
+  }
+
+  /// An access through a proxy to an observed checkout marks it written, before it
+  /// changes the value: consumers then wait for the checkout's end.
+  @inlinable func markingDirty() -> WriterWord {
+    WriterWord(raw: raw | WriterWord.dirty).proposing(.wordMarkDirty)
+  }
+
   /// Drops the value after a write access. `true`: wake the threads sleeping on the word.
   @inlinable @inline(__always) func endAccess() -> (WriterWord, Bool) {
     assert(isWriting, "endAccess without an access")

@@ -54,6 +54,16 @@ static inline uint32_t sw_load_acquire(sw_atomic_u32 *a) {
   return v;
 }
 
+/// Sequentially consistent: the second half of a store-then-load handshake between two
+/// words (a proxy access and a reader, WriterLock+ProxyAccess.swift), after a
+/// sequentially consistent read-modify-write of the other word. A plain load on x86-64.
+static inline uint32_t sw_load_seq_cst(sw_atomic_u32 *a) {
+  SW_CHAOS();
+  uint32_t v = atomic_load_explicit(&a->value, memory_order_seq_cst);
+  SW_CHAOS();
+  return v;
+}
+
 /// For a hint that orders nothing: a stale value costs its reader a retry.
 static inline void sw_store_relaxed(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
@@ -67,11 +77,13 @@ static inline void sw_store_release(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
 }
 
-/// Strong CAS with acquire-release ordering; on failure `*expected` is reloaded.
+/// Strong CAS, sequentially consistent (the same instructions as acquire-release on
+/// x86-64 and arm64, and what `sw_load_seq_cst`'s handshake needs); on failure
+/// `*expected` is reloaded.
 static inline bool sw_cas(sw_atomic_u32 *a, uint32_t *expected, uint32_t desired) {
   SW_CHAOS();
   bool done = atomic_compare_exchange_strong_explicit(
-      &a->value, expected, desired, memory_order_acq_rel, memory_order_relaxed);
+      &a->value, expected, desired, memory_order_seq_cst, memory_order_relaxed);
   SW_CHAOS();
   return done;
 }
@@ -81,21 +93,21 @@ static inline bool sw_cas(sw_atomic_u32 *a, uint32_t *expected, uint32_t desired
 static inline uint32_t sw_cas_value(sw_atomic_u32 *a, uint32_t expected, uint32_t desired) {
   SW_CHAOS();
   atomic_compare_exchange_strong_explicit(
-      &a->value, &expected, desired, memory_order_acq_rel, memory_order_relaxed);
+      &a->value, &expected, desired, memory_order_seq_cst, memory_order_relaxed);
   SW_CHAOS();
   return expected;
 }
 
 static inline uint32_t sw_fetch_add(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
-  uint32_t old = atomic_fetch_add_explicit(&a->value, v, memory_order_acq_rel);
+  uint32_t old = atomic_fetch_add_explicit(&a->value, v, memory_order_seq_cst);
   SW_CHAOS();
   return old;
 }
 
 static inline uint32_t sw_fetch_sub(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
-  uint32_t old = atomic_fetch_sub_explicit(&a->value, v, memory_order_acq_rel);
+  uint32_t old = atomic_fetch_sub_explicit(&a->value, v, memory_order_seq_cst);
   SW_CHAOS();
   return old;
 }

@@ -187,6 +187,13 @@ typedef struct {
   /// `closure_word`: a stale one costs a retry, never a wrong transition. On this line,
   /// which only the checkout's holder writes; the holder's line is full.
   sw_atomic_u32 access_word;
+  /// 1 while a write access through a proxy holds the value (WriterLock+ProxyAccess.swift
+  /// gives its protocol). Apart from `state`, so that the access ends with a plain store:
+  /// only the access writes it, while anyone may change `state` meanwhile. On this line,
+  /// which only the checkout's holder writes.
+  sw_atomic_u32 proxy_access;
+  /// How many threads sleep, or are about to, until `proxy_access` clears.
+  sw_atomic_u32 proxy_access_sleepers;
   };
   char server_line[SW_CACHE_LINE];
   };
@@ -205,6 +212,10 @@ static inline sw_atomic_u32 *sw_ts_park_sequence(sw_ts_sync *s) { return &s->par
 static inline sw_atomic_u32 *sw_ts_spin_rounds(sw_ts_sync *s) { return &s->spin_rounds; }
 static inline sw_atomic_u32 *sw_ts_queued_hint(sw_ts_sync *s) { return &s->queued_hint; }
 static inline sw_atomic_u32 *sw_ts_access_word(sw_ts_sync *s) { return &s->access_word; }
+static inline sw_atomic_u32 *sw_ts_proxy_access(sw_ts_sync *s) { return &s->proxy_access; }
+static inline sw_atomic_u32 *sw_ts_proxy_access_sleepers(sw_ts_sync *s) {
+  return &s->proxy_access_sleepers;
+}
 static inline sw_mutex *sw_ts_hand_off_lock(sw_ts_sync *s) { return &s->hand_off_lock; }
 static inline sw_atomic_uptr *sw_ts_checkout_thread(sw_ts_sync *s) { return &s->checkout_thread; }
 static inline sw_atomic_uptr *sw_ts_writing_thread(sw_ts_sync *s) { return &s->writing_thread; }

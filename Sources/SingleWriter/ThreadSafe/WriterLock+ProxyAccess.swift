@@ -1,0 +1,144 @@
+import SingleWriterAtomics
+
+// A write access through a proxy holds the value in a word of its own, `proxy_access`
+// (0 free, 1 held), rather than the state word's `writing`, so that it ends with a plain
+// store: anyone may change the state word during the access (queue a write, observe,
+// park, take a reader slot), so ending there takes a compare-and-exchange.
+//
+// The protocol, between an access A and a reader R (a holder of a reader slot):
+//
+// | Event | Step | Then |
+// | --- | --- | --- |
+// | A begins | exchange `proxy_access` 0 -> 1, then load `state` | admitted if checked out, no `writing` and no readers; else it steps back |
+// | A steps back | store 0 to `proxy_access`, wake its sleepers | waits on `state` for the readers or `writing` it saw, then begins again |
+// | A ends | store 0 to `proxy_access`, then look for sleepers | wakes them if any |
+// | R begins | take a slot in `state`, then load `proxy_access` | reads if 0; else keeps its slot and sleeps until it clears |
+//
+// Each side writes its own word with a sequentially consistent operation and then loads
+// the other's, so at least one sees the other: an access never runs beside a reader.
+// A reader that sees an access keeps its slot, so an access that saw the reader steps
+// back and lets it read; one that did not is already admitted and ends soon, so neither
+// waits for the other.
+//
+// The end's look for sleepers is not ordered after its store: it may miss a sleeper that
+// registered at that moment, which then looks at `proxy_access` before the store shows.
+// So the first sleep after registering is short (`HandOffPolicy.accessRecheck`); by its
+// end the store shows, and any later end sees the registration.
+
+extension WriterLock {
+  @inlinable var proxyAccess: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_proxy_access(sync) }
+  @inlinable var proxyAccessSleepers: UnsafeMutablePointer<sw_atomic_u32> {
+    sw_ts_proxy_access_sleepers(sync)
+  }
+
+  /// Whether a write access through a proxy holds the value now.
+  @inlinable var isProxyAccessed: Bool { sw_load_relaxed(proxyAccess) != 0 }
+
+  /// One attempt to begin an access through a proxy: takes `proxy_access`, then checks
+  /// the state word. `true`: admitted, and marked dirty if observed. `false`: nothing held.
+  @inlinable @inline(__always) func tryBeginProxyAccess() -> Bool {
+    guard sw_cas_value(proxyAccess, 0, 1) == 0 else { return false }
+    let found = WriterWord(raw: sw_load_seq_cst(state))
+    guard found.admitsProxyAccess else {
+      stepBack()
+      return false
+    }
+    if found.isObserved, !found.isDirty { markDirty() }
+    TransitionRow.proxyAccessBegin.reached()
+    return true
+  }
+
+  /// Ends an access through a proxy: one plain store, then a look for sleepers.
+  @inlinable @inline(__always) func endProxyAccess() {
+    assert(sw_load_relaxed(proxyAccess) == 1, "endProxyAccess without an access")
+    sw_store_release(proxyAccess, 0)
+    guard sw_load_relaxed(proxyAccessSleepers) != 0 else {
+      return TransitionRow.proxyAccessEnd.reached()
+    }
+    TransitionRow.proxyAccessEndWakes.reached()
+    wakeProxyAccessSleepers()
+  }
+
+  /// Lets go of `proxy_access` without an access: an access that found readers or
+  /// `writing`, or a stale proxy.
+  @usableFromInline func stepBack() {
+    TransitionRow.proxyAccessStepsBack.reached()
+    sw_store_release(proxyAccess, 0)
+    if sw_load_seq_cst(proxyAccessSleepers) != 0 { wakeProxyAccessSleepers() }
+  }
+
+  @usableFromInline func wakeProxyAccessSleepers() { sw_wake_all(proxyAccess) }
+
+  /// Marks the checkout dirty for observers, before the access changes the value, unless
+  /// it is already or nobody observes. Consumers wait for the checkout's end meanwhile.
+  @usableFromInline func markDirty() {
+    update { $0.isObserved && !$0.isDirty ? $0.markingDirty() : nil }
+  }
+
+  /// Begins an access through a proxy, waiting for readers, a closure write or commit,
+  /// or another access through a proxy (one proxy used from two threads).
+  @usableFromInline func waitToBeginProxyAccess(_ me: UInt) {
+    var wait = LongWait()
+    while true {
+      if sw_cas_value(proxyAccess, 0, 1) == 0 {
+        let found = WriterWord(raw: sw_load_seq_cst(state))
+        if found.admitsProxyAccess {
+          if found.isObserved, !found.isDirty { markDirty() }
+          TransitionRow.proxyAccessBegin.reached()
+          return
+        }
+        stepBack()
+        guard found.isCheckedOut else { staleProxyFailure("ThreadSafeWriterProxy") }
+        stopIfReading()
+        if isAccessing(me) { accessInsideAccessFailure() }
+        sleepWhileAccessed()
+      } else {
+        if isAccessing(me) { accessInsideAccessFailure() }
+        sleepWhileProxyAccessed(&wait)
+      }
+    }
+  }
+
+  @usableFromInline func accessInsideAccessFailure() -> Never {
+    selfDeadlockFailure(
+      """
+      ThreadSafeSingleWriter: a write access through a proxy inside another write on \
+      the same thread would wait forever. Inside tryWrite, withWriter or `await write`, \
+      change the inout value instead of writing through a proxy.
+      """)
+  }
+
+  /// With a reader slot taken: waits until no access through a proxy holds the value,
+  /// keeping the slot (see the table above).
+  @usableFromInline func readAfterProxyAccess() {
+    TransitionRow.proxyAccessReaderWaits.reached()
+    let me = sw_current_thread()
+    var wait = LongWait()
+    while isProxyAccessed {
+      if isAccessing(me) {
+        selfDeadlockFailure(
+          """
+          ThreadSafeSingleWriter: read inside a write on the same thread would wait forever \
+          for that write to end. Inside tryWrite, withWriter or `await write`, use the inout \
+          value you were given; inside an access through a proxy, read before the access.
+          """)
+      }
+      sleepWhileProxyAccessed(&wait)
+    }
+  }
+
+  /// Sleeps until `proxy_access` clears, if it is held; warns once, as
+  /// `sleepWhileAccessed` does, if the wait may starve the access of the pool's threads.
+  @usableFromInline func sleepWhileProxyAccessed(_ wait: inout LongWait) {
+    _ = sw_fetch_add(proxyAccessSleepers, 1)
+    defer { _ = sw_fetch_sub(proxyAccessSleepers, 1) }
+    var first = true
+    while sw_load_seq_cst(proxyAccess) != 0 {
+      if wait.isDue(), accessMayBeStarved() { wait.warn(WriterLock.starvedAccessWarning) }
+      let due = wait.untilDue ?? UInt64(Int64.max)
+      let timeout = first ? min(due, HandOffPolicy.accessRecheck) : due
+      first = false
+      _ = sw_wait_for(proxyAccess, 1, Int64(clamping: timeout))
+    }
+  }
+}
