@@ -8,7 +8,8 @@ import SingleWriterAtomics
 ///
 /// One word holds both the long-lived checkout (`writer`) and the short-lived lock on
 /// the value (`writing` or a reader count), so a closure write takes and drops both
-/// with one compare-and-exchange each, as cheap as a mutex.
+/// with one compare-and-exchange each, as cheap as a mutex. An access through a held
+/// proxy takes the value in `proxy_access` instead, and ends with a plain store.
 @usableFromInline
 struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   @usableFromInline var raw: UInt32
@@ -22,7 +23,8 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
   /// Writes wait in the hand-off (the inbox or the holder's batch): ending the checkout
   /// must serve them. Set and cleared only under the hand-off lock.
   @inlinable static var queued: UInt32 { 2 }
-  /// A write access holds the value exclusively.
+  /// A closure write or a transaction's commit holds the value exclusively. An access
+  /// through a proxy holds it in a word of its own (WriterLock+ProxyAccess.swift).
   @inlinable static var writing: UInt32 { 4 }
   /// A thread sleeps on this word until `writing` or the readers clear.
   @inlinable static var waiters: UInt32 { 8 }

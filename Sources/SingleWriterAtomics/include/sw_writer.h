@@ -130,8 +130,13 @@ typedef struct {
   /// the bounded backlog, the warnings and `drained()`, which must not take a caller that
   /// came later for it.
   sw_atomic_uptr checkout_holder;
-  /// The thread holding `gate`, or 0: which the lock itself does not tell portably.
-  sw_atomic_uptr gate_thread;
+  /// 1 while a write access through a proxy holds the value (WriterLock+ProxyAccess.swift
+  /// gives its protocol). Apart from `state`, so that the access ends with a plain store:
+  /// only the access writes it, while anyone may change `state` meanwhile. On the line of
+  /// `state`, which every reader loads it with.
+  sw_atomic_u32 proxy_access;
+  /// How many threads sleep, or are about to, until `proxy_access` clears.
+  sw_atomic_u32 proxy_access_sleepers;
   };
   char holder_line[SW_CACHE_LINE];
   };
@@ -181,19 +186,15 @@ typedef struct {
   /// only by waits, which have found the writer busy; on this line, which they do not
   /// contend for.
   sw_atomic_u32 transaction_held;
-  /// The word the last write access began from, stored when it changes: the next access
-  /// expects it instead of loading `state` first, since a load of a word that a locked
+  /// The word the last commit's write access began from, stored when it changes: the
+  /// next expects it instead of loading `state` first, since a load of a word that a locked
   /// exchange has just written waits for that exchange to complete. Only a guess, like
   /// `closure_word`: a stale one costs a retry, never a wrong transition. On this line,
   /// which only the checkout's holder writes; the holder's line is full.
   sw_atomic_u32 access_word;
-  /// 1 while a write access through a proxy holds the value (WriterLock+ProxyAccess.swift
-  /// gives its protocol). Apart from `state`, so that the access ends with a plain store:
-  /// only the access writes it, while anyone may change `state` meanwhile. On this line,
-  /// which only the checkout's holder writes.
-  sw_atomic_u32 proxy_access;
-  /// How many threads sleep, or are about to, until `proxy_access` clears.
-  sw_atomic_u32 proxy_access_sleepers;
+  /// The thread holding `gate`, or 0: which the lock itself does not tell portably. Here,
+  /// not on the holder's line, which is full: stored only by a write that takes the gate.
+  sw_atomic_uptr gate_thread;
   };
   char server_line[SW_CACHE_LINE];
   };
