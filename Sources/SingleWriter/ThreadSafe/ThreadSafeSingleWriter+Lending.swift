@@ -77,9 +77,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       #endif
     } else {
       // Kept by another thread's body: who holds it now is not known here, and a warning
-      // that named this thread or task would be false.
+      // that named this thread or task would be false. Held elsewhere all the same: a
+      // blocking wait in a task behind it warns that it may starve the pool.
       sw_uptr_store(lock.checkoutThread, 0)
-      sw_uptr_store(lock.checkoutHolder, 0)
+      sw_uptr_store(lock.checkoutHolder, WriterLock.heldByNobodyKnown)
     }
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+@testable import SingleWriter
+
+// "True warnings": a blocking wait in a task behind a checkout held elsewhere warns after
+// a second that it may starve the cooperative pool, wherever the proxy was taken.
+
+@Suite struct AttackPassTrueWarnings {
+  // A queued `writeNext` body, served by another thread's release, kept its proxy, and a
+  // task held that proxy across its `await`s while every pool thread waited in
+  // `withWriter`: the kept proxy was recorded as held by nobody (holder 0, "not known
+  // here"), which the starvation rule read as "no proxy holds the checkout", and the
+  // program hung with nothing printed.
+  @Test func aProxyKeptFromAServedBodyAndHeldByATaskIsReported() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "withWriter on every pool thread behind a served body's kept proxy")
+      let box = ThreadSafeSingleWriter(value: 0)
+      let kept = await keptFromAServedBody(box)
+      await atkStarvePool(
+        holding: { whileHeld in
+          await whileHeld()
+          kept.withLock { $0 = nil }
+        },
+        blocking: { box.withWriter { $0 += 1 } })
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
+
+  // The same behind a full bounded backlog: `waitForRoom` asks the same rule.
+  @Test func aBoundedWriteNextBehindAProxyKeptFromAServedBodyIsReported() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "bounded writeNext on every pool thread behind a kept proxy")
+      let box = ThreadSafeSingleWriter(value: 0, maxQueuedWrites: 1)
+      let kept = await keptFromAServedBody(box)
+      box.writeNext { $0.write += 1 }  // the backlog is full from here on
+      await atkStarvePool(
+        holding: { whileHeld in
+          await whileHeld()
+          kept.withLock { $0 = nil }
+        },
+        blocking: { box.writeNext { $0.write += 1 } })
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
+}
+
+/// A proxy that a queued `writeNext` body kept, served by a plain thread's release of a
+/// proxy taken on another plain thread: nobody in a task took or queued anything.
+private func keptFromAServedBody(
+  _ box: ThreadSafeSingleWriter<Int>
+) async -> Locked<ThreadSafeWriterProxy<Int>?> {
+  let first = Locked(await runOnThread(stackSize: 1 << 20) { box.writer })
+  let kept = Locked<ThreadSafeWriterProxy<Int>?>(nil)
+  await runOnThread(stackSize: 1 << 20) {
+    box.writeNext { proxy in kept.withLock { $0 = proxy } }
+  }
+  await runOnThread(stackSize: 1 << 20) { first.withLock { $0 = nil } }
+  return kept
+}
