@@ -180,10 +180,11 @@ struct WriterLock {
   /// Who took the proxy that holds the checkout (see `recordHolder`), or 0.
   @inlinable var holder: UInt { sw_uptr_load(checkoutHolder) }
 
-  /// The holder of a proxy that a body served for another thread kept: someone, but no
-  /// caller, so that no wait takes it for its own and every blocking wait in a task warns
-  /// behind it (`blockedWaitMayStarveHolder`). Even, as a thread's serial is, and beyond
-  /// any: serials count threads up from 2.
+  /// The holder of a proxy that a body served for another thread kept, or of a checkout
+  /// offered to a task that has not claimed it yet: someone, but no caller, so that no
+  /// wait takes it for its own and every blocking wait in a task warns behind it
+  /// (`blockedWaitMayStarveHolder`). Even, as a thread's serial is, and beyond any:
+  /// serials count threads up from 2.
   @usableFromInline static let heldByNobodyKnown: UInt = ~1
 
   /// Whether the proxy that holds the checkout may be held up by this caller: this task

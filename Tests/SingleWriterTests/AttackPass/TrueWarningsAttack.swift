@@ -51,6 +51,46 @@ import Testing
   }
 }
 
+extension AttackPassTrueWarnings {
+  // A `checkout()` reaches its turn and is offered the writer while every pool thread
+  // waits for room in a bounded `writeNext` (each admitted one queues again): the task
+  // that was offered it needs a pool thread to claim it, and none comes. A `withWriter`
+  // takes such an offer back; a wait for room cannot, and the offered checkout had no
+  // holder recorded until its task runs, so the rule saw none and nothing was printed.
+  @Test func boundedWriteNextsBehindACheckoutOfferedToAStarvedTaskAreReported() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "bounded writeNexts on every pool thread behind an offered checkout")
+      let box = ThreadSafeSingleWriter(value: 0, maxQueuedWrites: 1)
+      let first = Locked(await runOnThread(stackSize: 1 << 20) { box.writer })
+      let checkedOut = SharedFlag()
+      let claimant = Task {
+        guard let proxy = try? await box.checkout() else { return }
+        checkedOut.set()
+        proxy.write += 1
+      }
+      while box.queuedWrites < 1 { await Task.yield() }  // full: the checkout waits
+      let blockers = ProcessInfo.processInfo.activeProcessorCount
+      let started = Counter()
+      for _ in 0..<blockers {
+        Task {
+          started.add(1)
+          while !checkedOut.isSet { box.writeNext { $0.write += 1 } }
+        }
+      }
+      await runOnThread(stackSize: 1 << 20) {
+        while started.load() < blockers { usleep(1_000) }
+        usleep(50_000)  // every blocker in its wait for room
+        first.withLock { $0 = nil }  // the checkout is offered to the claimant
+      }
+      await claimant.value
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
+}
+
 /// A proxy that a queued `writeNext` body kept, served by a plain thread's release of a
 /// proxy taken on another plain thread: nobody in a task took or queued anything.
 private func keptFromAServedBody(
