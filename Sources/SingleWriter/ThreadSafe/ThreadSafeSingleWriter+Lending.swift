@@ -82,6 +82,15 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       sw_uptr_store(lock.checkoutThread, 0)
       sw_uptr_store(lock.checkoutHolder, WriterLock.heldByNobodyKnown)
     }
+    // An access through it still under way and recorded as this thread's outlived the
+    // body: a task the body started inline (`Task.immediate`) made it and suspended
+    // inside, and resumes wherever the pool runs it. It is that task's, not this
+    // thread's: tagged as a task's that no caller is, so that this thread does not take
+    // it for its own, and a blocking wait in a task behind it warns. No new access begins
+    // until `endLend`; one that ends meanwhile leaves the tag with `writing` clear.
+    if lock.word.isWriting, sw_uptr_load(lock.writingThread) == sw_current_thread() {
+      sw_uptr_store(lock.writingThread, WriterLock.accessedByNoTaskKnown)
+    }
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
     return false

@@ -91,6 +91,76 @@ extension AttackPassTrueWarnings {
   }
 }
 
+extension AttackPassTrueWarnings {
+  // A `writeNext` body starts a `Task.immediate` that makes an access through the lent
+  // proxy and suspends inside it (an async mutating method), then returns: the proxy is
+  // kept, and the access goes on in that task. It was recorded as the body's thread's,
+  // since a lent proxy is used "there and then" by the thread, so reads on every pool
+  // thread waited for it with nothing printed, and the task never resumed to end it.
+  @Test func readsBehindAnAccessATaskStartedInsideABodyMadeAreReported() async {
+    let result = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      attackWatchdog(5, "reads on every pool thread behind an inline task's access")
+      let box = ThreadSafeSingleWriter(value: Suspending())
+      let blockers = ProcessInfo.processInfo.activeProcessorCount
+      let started = Counter()
+      let ended = SharedFlag()
+      await runOnThread(stackSize: 1 << 20) {
+        box.writeNext { proxy in
+          Task.immediate {
+            await proxy.write.add {
+              while started.load() < blockers { try? await Task.sleep(nanoseconds: 1_000_000) }
+            }
+            ended.set()
+          }
+        }
+      }
+      for _ in 0..<blockers {
+        Task {
+          started.add(1)
+          _ = box.read.count
+        }
+      }
+      while !ended.isSet { try? await Task.sleep(nanoseconds: 1_000_000) }
+      atkEnd(breakingIf: false)
+    }
+    #expect(standardError(result).contains("cooperative pool"), "\(exitReport(result))")
+  }
+}
+
+extension AttackPassTrueWarnings {
+  // The same access, while the body's thread goes on: a read there, after `writeNext`
+  // returned, took the inline task's suspended access for its own ("read inside a write
+  // on the same thread") and stopped a correct program. It waits for the access instead.
+  @Test func aReadOnTheBodysThreadAfterItReturnedWaitsForTheInlineTasksAccess() async {
+    await #expect(processExitsWith: .success) {
+      attackWatchdog(30, "a read behind an inline task's access on the body's thread")
+      let box = ThreadSafeSingleWriter(value: Suspending())
+      let count = await runOnThread(stackSize: 1 << 20) {
+        box.writeNext { proxy in
+          Task.immediate {
+            await proxy.write.add { try? await Task.sleep(nanoseconds: 50_000_000) }
+          }
+        }
+        return box.read.count
+      }
+      atkEnd(breakingIf: count != 1, "read \(count) before the access ended")
+    }
+  }
+}
+
+/// A value with an async mutating method: called through `proxy.write`, its access spans
+/// the `await` inside it.
+private struct Suspending: Sendable {
+  var count = 0
+
+  mutating func add(_ meanwhile: @Sendable () async -> Void) async {
+    await meanwhile()
+    count += 1
+  }
+}
+
 /// A proxy that a queued `writeNext` body kept, served by a plain thread's release of a
 /// proxy taken on another plain thread: nobody in a task took or queued anything.
 private func keptFromAServedBody(
