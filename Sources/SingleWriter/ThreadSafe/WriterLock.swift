@@ -288,7 +288,8 @@ struct WriterLock {
   /// lent to a body running on this thread (its closure's mark is this thread's) is used
   /// there and then, by the thread; any other proxy, one that owns its checkout, may be a
   /// task's, which may suspend inside the access and resume elsewhere: the task's, tagged
-  /// with the low bit (see `isAccessing` and `accessMayBeStarved`).
+  /// with the low bit (see `isAccessing` and `accessMayBeStarved`). An access a task started
+  /// inline in the body makes and keeps past it is retagged when the lend ends (`lend`).
   ///
   /// Inlined whole, with the runtime's own entry point called directly: this runs on every
   /// access through a held proxy, the path the container is for, where a call through the
