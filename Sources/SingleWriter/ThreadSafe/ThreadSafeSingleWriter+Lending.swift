@@ -86,10 +86,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // body: a task the body started inline (`Task.immediate`) made it and suspended
     // inside, and resumes wherever the pool runs it. It is that task's, not this
     // thread's: tagged as a task's that no caller is, so that this thread does not take
-    // it for its own, and a blocking wait in a task behind it warns. No new access begins
-    // until `endLend`; one that ends meanwhile leaves the tag with `writing` clear.
-    if lock.word.isWriting, sw_uptr_load(lock.writingThread) == sw_current_thread() {
-      sw_uptr_store(lock.writingThread, WriterLock.accessedByNoTaskKnown)
+    // it for its own, and a blocking wait in a task behind it warns. Replaced only while
+    // still this thread's: an access that ends meanwhile clears the record first, and no
+    // new one begins until `endLend`.
+    if lock.word.isWriting {
+      _ = sw_uptr_replace(
+        lock.writingThread, sw_current_thread(), WriterLock.accessedByNoTaskKnown)
     }
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)
