@@ -39,7 +39,15 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     lock.openGateIfClosed()
     let now = sw_monotonic_ns()
     let (left, dismissed) = lock.withHandOffLock { () -> (TaskWaiterState?, Waiter?) in
-      guard let left = handOff.pointee.offer(to: waiter, at: now) else { return (nil, nil) }
+      // Held elsewhere from the offer on, by a task that may need a thread of the pool to
+      // claim it: a blocking wait in a task behind it warns (`blockedWaitMayStarveHolder`;
+      // a wait for room cannot take it back). Before the offer, so that the task's own
+      // record, once it claims, comes after; under the lock, as a take-back's clearing is.
+      sw_uptr_store(lock.checkoutHolder, WriterLock.heldByNobodyKnown)
+      guard let left = handOff.pointee.offer(to: waiter, at: now) else {
+        sw_uptr_store(lock.checkoutHolder, 0)
+        return (nil, nil)
+      }
       return (left, server.flatMap { handOff.pointee.stopServing($0) })
     }
     guard let left else {
@@ -62,8 +70,12 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   func takeBackStaleOffer(for mine: Waiter) -> Bool {
     let now = sw_monotonic_ns()
     guard
-      let task = lock.withHandOffLock({
-        handOff.pointee.takeBack(unclaimedFor: HandOffPolicy.claimWindow, at: now, for: mine)
+      let task = lock.withHandOffLock({ () -> TaskWaiter? in
+        let task = handOff.pointee.takeBack(
+          unclaimedFor: HandOffPolicy.claimWindow, at: now, for: mine)
+        // A closure write of this thread's from now on: no proxy holds it.
+        if task != nil { sw_uptr_store(lock.checkoutHolder, 0) }
+        return task
       })
     else { return false }
     // This thread holds the checkout, and nobody serves: the batch is its to change. The

@@ -77,9 +77,21 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       #endif
     } else {
       // Kept by another thread's body: who holds it now is not known here, and a warning
-      // that named this thread or task would be false.
+      // that named this thread or task would be false. Held elsewhere all the same: a
+      // blocking wait in a task behind it warns that it may starve the pool.
       sw_uptr_store(lock.checkoutThread, 0)
-      sw_uptr_store(lock.checkoutHolder, 0)
+      sw_uptr_store(lock.checkoutHolder, WriterLock.heldByNobodyKnown)
+    }
+    // An access through it still under way and recorded as this thread's outlived the
+    // body: a task the body started inline (`Task.immediate`) made it and suspended
+    // inside, and resumes wherever the pool runs it. It is that task's, not this
+    // thread's: tagged as a task's that no caller is, so that this thread does not take
+    // it for its own, and a blocking wait in a task behind it warns. Replaced only while
+    // still this thread's: an access that ends meanwhile clears the record first, and no
+    // new one begins until `endLend`.
+    if lock.isProxyAccessed {
+      _ = sw_uptr_replace(
+        lock.writingThread, sw_current_thread(), WriterLock.accessedByNoTaskKnown)
     }
     taken.unsafelyUnwrapped.becomeOwner()
     lock.endLend(generation, kept: true)

@@ -15,6 +15,11 @@ extension WriterLock {
     return accessor == me || accessor == sw_current_task_inline() | 1
   }
 
+  /// The maker of an access through a lent proxy that outlived the body it was lent to,
+  /// made by a task the body started inline: a task's (the low bit set), but no caller's,
+  /// since no task's address is all ones.
+  @usableFromInline static let accessedByNoTaskKnown: UInt = ~0
+
   /// Whether a blocking wait by the caller for the write access in progress may starve
   /// it: the access was made in a task, through a proxy, so it may span an `await` and
   /// need a thread of the cooperative pool to end, and the caller, another task, may be

@@ -180,6 +180,13 @@ struct WriterLock {
   /// Who took the proxy that holds the checkout (see `recordHolder`), or 0.
   @inlinable var holder: UInt { sw_uptr_load(checkoutHolder) }
 
+  /// The holder of a proxy that a body served for another thread kept, or of a checkout
+  /// offered to a task that has not claimed it yet: someone, but no caller, so that no
+  /// wait takes it for its own and every blocking wait in a task warns behind it
+  /// (`blockedWaitMayStarveHolder`). Even, as a thread's serial is, and beyond any:
+  /// serials count threads up from 2.
+  @usableFromInline static let heldByNobodyKnown: UInt = ~1
+
   /// Whether the proxy that holds the checkout may be held up by this caller: this task
   /// took it, or this thread took it outside any task, so that whatever the thread runs
   /// now may be what keeps it. One load when no proxy holds the checkout.
@@ -287,7 +294,8 @@ struct WriterLock {
   /// mark is this thread's) is used there and then, by the thread; any other proxy, one
   /// that owns its checkout, may be a task's, which may suspend inside the access and
   /// resume elsewhere: the task's, tagged with the low bit (see `isAccessing` and
-  /// `accessMayBeStarved`).
+  /// `accessMayBeStarved`). An access a task started inline in the body makes and keeps
+  /// past it is retagged when the lend ends (`lend`).
   ///
   /// Inlined whole, with the runtime's own entry point called directly: this runs on every
   /// access through a held proxy, the path the container is for, where a call through the

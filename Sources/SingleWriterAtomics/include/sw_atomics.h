@@ -207,6 +207,16 @@ static inline void sw_uptr_store(sw_atomic_uptr *a, uintptr_t v) {
   SW_CHAOS();
 }
 
+/// Replaces `expected` with `desired` if the value is still `expected`; relaxed, as the
+/// other accessors of these records are. Whether it did.
+static inline bool sw_uptr_replace(sw_atomic_uptr *a, uintptr_t expected, uintptr_t desired) {
+  SW_CHAOS();
+  bool done = atomic_compare_exchange_strong_explicit(
+      &a->value, &expected, desired, memory_order_relaxed, memory_order_relaxed);
+  SW_CHAOS();
+  return done;
+}
+
 /// A pause hint for spin loops (`pause` on x86, `yield` on Arm): lets the sibling
 /// hyperthread run and saves power while the loop waits for another core.
 static inline void sw_yield_cpu(void) {
