@@ -355,16 +355,26 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     while let entry = pending.pointee.first, !isWrite(entry) {
       _ = pending.pointee.popFirst()
       ran &+= 1
-      if case .drain(let waiter) = entry { drains.append(waiter) }
+      skip(entry, into: &drains)
     }
     guard pending.pointee.isEmpty else { return drains }
     while let entry = handOff.pointee.inbox.first, !isWrite(entry) {
       _ = handOff.pointee.inbox.popFirst()
       handOff.pointee.taken &+= 1
       ran &+= 1
-      if case .drain(let waiter) = entry { drains.append(waiter) }
+      skip(entry, into: &drains)
     }
     return drains
+  }
+
+  /// `takeLeadingDrains`' handling of an entry that is no write: a drain to resume, or a
+  /// waiter that ran early, skipped as `runNext` skips it.
+  @usableFromInline func skip(_ entry: Pending, into drains: inout [TaskWaiter]) {
+    if case .drain(let waiter) = entry {
+      drains.append(waiter)
+    } else {
+      TransitionRow.entryWaiterRanEarly.reached()
+    }
   }
 
   /// Whether a queued entry is a write that starts when it runs: not a `drained()` marker,
