@@ -11,14 +11,15 @@ import Testing
 // `writeNext` waiting for room cannot (the writes behind the checkout must wait for it):
 // when every pool thread waits for room, the task never runs, and nothing is said, since
 // the rule (`WriterLock.blockedWaitMayStarveHolder`) looks only at a recorded holder, and
-// an offer records none until the task claims it.
+// an offer recorded none until the task claimed it. An offer now records a holder that
+// no caller is (`heldByNobodyKnown`) until the claim.
 
 /// The wait for room outlasts the second after which it warns: real time.
 @Suite(.tags(.realTime), .unlessRealTimeSkipped) struct AttackPassRoomWaitBehindAnUnclaimedOffer {
   /// A `checkout()` task that cannot run is offered the writer; another task's bounded
   /// `writeNext` then finds the backlog full and waits for room behind that offer. It
   /// must warn after a second; then the task is let run, and everything ends.
-  @Test(.disabled("reported: blockedWaitMayStarveHolder sees no holder for an offer"))
+  @Test
   func aWaitForRoomBehindAnOfferItsTaskHasNotClaimedWarns() async {
     let result = await #expect(
       processExitsWith: atkExpect(.success), observing: [\.standardErrorContent]
@@ -61,7 +62,7 @@ import Testing
   /// the writer to the checkout's task, which needs a pool thread to claim it; every pool
   /// thread waits for room behind it. Misuse, but it must not be silent: the waits must
   /// warn that they may starve the cooperative pool (the child then ends at its watchdog).
-  @Test(.disabled("reported: blockedWaitMayStarveHolder sees no holder for an offer"))
+  @Test
   func everyPoolThreadWaitingForRoomBehindAnUnclaimedOfferIsReported() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       attackWatchdog(5, "bounded writeNexts on every pool thread behind an unclaimed offer")
