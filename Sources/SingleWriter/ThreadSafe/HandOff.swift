@@ -30,10 +30,10 @@ struct HandOff<Entry> {
   @usableFromInline var queued = false
   /// The thread serving the queue, or 0.
   @usableFromInline var server: UInt = 0
-  /// A proxy holds the checkout, taken at a queued turn or by a `writeNext` body that kept
-  /// it, and nothing queued has run since: `queued` may still be set with nothing queued,
-  /// and `drained()` must not wait for that proxy. Set only with `queued`, so that the
-  /// checkout's end takes the slow path, `checkoutEnded`, which clears it.
+  /// A proxy holds the checkout, claimed by a `checkout()` at a queued turn or kept by a
+  /// `writeNext` body, and nothing queued has run since: `queued` may still be set with
+  /// nothing queued, and `drained()` must not wait for that proxy. Set only with `queued`,
+  /// so that the checkout's end takes the slow path, `checkoutEnded`, which clears it.
   @usableFromInline var heldByProxy = false
   /// A checkout ended inside the server's own run (a proxy kept by a queued write, then
   /// released there) and was handed back to that run instead of starting another.
@@ -272,15 +272,17 @@ struct HandOff<Entry> {
     assert(offer == nil, "two offers at once")
     guard let left = task.state.apply(.offer, as: TaskWaiterState.self) else { return nil }
     offer = task
-    heldByProxy = true
     offeredAt = now
     return left
   }
 
   /// The woken task claims what it was offered: `false` if it was taken back meanwhile.
-  @inlinable mutating func claim(_ task: TaskWaiter) -> Bool {
+  /// `asProxy`: a `checkout()`, whose proxy never holds a drain up (`heldByProxy`); an
+  /// async transaction is a write that has run only once it has committed.
+  @inlinable mutating func claim(_ task: TaskWaiter, asProxy: Bool) -> Bool {
     guard offer === task else { return false }
     offer = nil
+    heldByProxy = asProxy
     let claimed = task.apply(.claim)
     assert(claimed, "an offer held by a task that is not offered it")
     return true
@@ -297,7 +299,6 @@ struct HandOff<Entry> {
     // Nobody serves while the offer holds the checkout, so nobody can grant `mine`.
     guard mine.flag.apply(.withdraw, as: WaiterState.self) != nil else { return nil }
     offer = nil
-    heldByProxy = false
     let expired = task.apply(.expire)
     assert(expired, "an offer held by a task that is not offered it")
     return task

@@ -343,25 +343,48 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
 
   /// Under the hand-off's lock, by the checkout's holder, as the queue stops with the
   /// writer in a proxy's hands (a queued body kept it, or a `checkout()` claimed it): takes
-  /// out the `drained()` markers at the front of the queue, every write ahead of them
-  /// having run, to be resumed once the lock is dropped. `drained()` waits for queued
-  /// writes, never for a proxy's release: otherwise a drain queued before a body that kept
-  /// its proxy would wait for that proxy, and forever in the task it was handed to.
+  /// out the entries at the front of the queue that are no writes to run, `drained()`
+  /// markers and waiters that ran early, every write ahead of them having run, and
+  /// returns the drains, to be resumed once the lock is dropped. `drained()` waits for
+  /// queued writes, never for a proxy's release: otherwise a drain queued before a body
+  /// that kept its proxy would wait for that proxy, and forever in the task it was handed
+  /// to; and one queued behind a `withWriter` that took the offer back and ran in the
+  /// proxy's place would wait for it all the same.
   @usableFromInline func takeLeadingDrains() -> [TaskWaiter] {
     var drains: [TaskWaiter] = []
-    while case .drain(let waiter)? = pending.pointee.first {
+    while let entry = pending.pointee.first, !isWrite(entry) {
       _ = pending.pointee.popFirst()
       ran &+= 1
-      drains.append(waiter)
+      skip(entry, into: &drains)
     }
     guard pending.pointee.isEmpty else { return drains }
-    while case .drain(let waiter)? = handOff.pointee.inbox.first {
+    while let entry = handOff.pointee.inbox.first, !isWrite(entry) {
       _ = handOff.pointee.inbox.popFirst()
       handOff.pointee.taken &+= 1
       ran &+= 1
-      drains.append(waiter)
+      skip(entry, into: &drains)
     }
     return drains
+  }
+
+  /// `takeLeadingDrains`' handling of an entry that is no write: a drain to resume, or a
+  /// waiter that ran early, skipped as `runNext` skips it.
+  @usableFromInline func skip(_ entry: Pending, into drains: inout [TaskWaiter]) {
+    if case .drain(let waiter) = entry {
+      drains.append(waiter)
+    } else {
+      TransitionRow.entryWaiterRanEarly.reached()
+    }
+  }
+
+  /// Whether a queued entry is a write that starts when it runs: not a `drained()` marker,
+  /// nor a waiter that ran early (`takeBackStaleOffer`).
+  @inlinable @inline(__always) func isWrite(_ entry: Pending) -> Bool {
+    switch entry {
+    case .drain: return false
+    case .waiter(let waiter): return waiter.current != .withdrawn
+    default: return true
+    }
   }
 
   /// Resumes the `drained()` tasks `takeLeadingDrains` took out, with no lock held.

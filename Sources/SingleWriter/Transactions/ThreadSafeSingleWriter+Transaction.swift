@@ -215,7 +215,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // took it back meanwhile, putting the entry back at the front; then wait again.
     while true {
       let (claimed, drains) = lock.withHandOffLock { () -> (Bool, [TaskWaiter]) in
-        guard handOff.pointee.claim(waiter) else { return (false, []) }
+        guard handOff.pointee.claim(waiter, asProxy: endsDrainsAtClaim) else {
+          return (false, [])
+        }
         // This task holds the checkout now, and nobody can take it back: the `drained()`
         // calls at the front wait for queued writes, never for a proxy's release.
         return (true, endsDrainsAtClaim ? takeLeadingDrains() : [])

@@ -12,11 +12,15 @@ enum ObservedEnding: Sendable {
   case checkFailed(String)
   case crashed(String)
 
-  /// The kind of each "has waited 1 s" warning in `text`: "same thread" or "same task".
+  /// The kind of each "has waited 1 s" warning in `text`: "same thread" or "same task",
+  /// or "pool" for a wait in a task behind a checkout held elsewhere, which may starve the
+  /// cooperative pool and names no holder.
   static func warnings(in text: Substring) -> [String] {
     text.split(separator: "\n").filter { $0.contains("has waited 1 s") }.map { line in
       line.contains("same thread")
-        ? "same thread" : line.contains("same task") ? "same task" : "unknown"
+        ? "same thread"
+        : line.contains("same task")
+          ? "same task" : line.contains("cooperative pool") ? "pool" : "unknown"
     }
   }
 
