@@ -39,9 +39,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     }
     if isSoleReference(&spare, wordIsReadable: refCountWordIsCached) {
       // Another thread may have used the proxy and dropped it just now. Its last access
-      // ended with a release on the state word; acquire it, so that its accesses are
+      // ended with a release on `proxy_access`; acquire it, so that its accesses are
       // ordered before this proxy's next lend even for tools that do not see ARC's atomics.
-      _ = sw_load_acquire(lock.state)
+      _ = sw_load_acquire(lock.proxyAccess)
       return true
     }
     // Someone else may use it from now on: hold their accesses while deciding.

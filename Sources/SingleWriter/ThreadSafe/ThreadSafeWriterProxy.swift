@@ -68,6 +68,10 @@ public final class ThreadSafeWriterProxy<Value: ~Copyable> {
   deinit {
     // The container, or an owner's or a retired proxy's hold on it, keeps `lock` alive.
     _ = sw_load_acquire(lock.lendWord)
+    // The last access, maybe on another thread, ended with a release on `proxy_access`:
+    // acquired, so that it is ordered before the checkout's end even for tools that do
+    // not see ARC's atomics.
+    _ = sw_load_acquire(lock.proxyAccess)
     guard role != .lent else { return }
     #if DEBUG
       if role == .owner { LockOrderCheck.checkoutEnded(ObjectIdentifier(owner)) }
