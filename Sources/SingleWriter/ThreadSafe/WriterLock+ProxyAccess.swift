@@ -31,8 +31,9 @@ extension WriterLock {
     sw_ts_proxy_access_sleepers(sync)
   }
 
-  /// Whether a write access through a proxy holds the value now.
-  @inlinable var isProxyAccessed: Bool { sw_load_relaxed(proxyAccess) != 0 }
+  /// Whether a write access through a proxy holds the value now. An acquire: a reader
+  /// that waited for an access reads the value once this says it ended.
+  @inlinable var isProxyAccessed: Bool { sw_load_acquire(proxyAccess) != 0 }
 
   /// One attempt to begin an access through a proxy: takes `proxy_access`, then checks
   /// the state word. `true`: admitted, and marked dirty if observed. `false`: nothing held.
