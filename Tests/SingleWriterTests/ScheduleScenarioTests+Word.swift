@@ -26,26 +26,16 @@ extension ScheduleScenarioTests {
       let journal = ScheduleJournal()
       let held = ScheduleBox(container.writer!)
       journal.enter("A.0")
-      @Sendable func read(_ name: String) {
-        // `read { }` takes a reader slot whatever the value: this one keeps it across a
-        // yield, as a slow copy of a large value would.
-        let value = container.read { value in
-          sw_yield_thread()
-          return value
-        }
-        // Each write access is whole; between the two, a reader sees the first.
-        if !(0...2).contains(value) { journal.notes.append("\(name) saw \(value)") }
-      }
       return Scheduler.Run(
         threads: [
-          { read("R.1") },
+          { Self.readHoldingTheSlot(container, "R.1", journal) },
           {
             held.strong!.write += 1
             held.strong!.write += 1
             journal.leave()
             held.strong = nil
           },
-          { read("R.2") },
+          { Self.readHoldingTheSlot(container, "R.2", journal) },
         ],
         check: {
           if let failure = journal.check(ranExactly: ["A.0"]) { return failure }
@@ -69,21 +59,14 @@ extension ScheduleScenarioTests {
     ) {
       let container = Self.makeContainer()
       let journal = ScheduleJournal()
-      @Sendable func read(_ name: String) {
-        let value = container.read { value in
-          sw_yield_thread()
-          return value
-        }
-        if !(0...2).contains(value) { journal.notes.append("\(name) saw \(value)") }
-      }
       return Scheduler.Run(
         threads: [
-          { read("R.1") },
+          { Self.readHoldingTheSlot(container, "R.1", journal) },
           {
             container.withWriter { $0 += 1 }
             container.withWriter { $0 += 1 }
           },
-          { read("R.2") },
+          { Self.readHoldingTheSlot(container, "R.2", journal) },
         ],
         check: {
           if let note = journal.notes.first { return note }
@@ -91,6 +74,19 @@ extension ScheduleScenarioTests {
           return container.read == 2 ? nil : "value \(container.read), not 2"
         })
     }
+  }
+
+  /// Reads through `read { }`, which takes a reader slot whatever the value, and keeps
+  /// the slot across a yield, as a slow copy of a large value would; notes a value other
+  /// than 0, 1 or 2: each of the two writes is whole, and a reader between them sees the
+  /// first.
+  static func readHoldingTheSlot(_ container: Container, _ name: String, _ journal: ScheduleJournal)
+  {
+    let value = container.read { value in
+      sw_yield_thread()
+      return value
+    }
+    if !(0...2).contains(value) { journal.notes.append("\(name) saw \(value)") }
   }
 
   /// The checkout's holder queues two writes behind its own checkout, and another thread

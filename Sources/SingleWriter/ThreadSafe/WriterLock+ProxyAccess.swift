@@ -39,7 +39,12 @@ extension WriterLock {
   /// the state word. `true`: admitted, and marked dirty if observed. `false`: nothing held.
   @inlinable @inline(__always) func tryBeginProxyAccess() -> Bool {
     guard sw_cas_value(proxyAccess, 0, 1) == 0 else { return false }
-    let found = WriterWord(raw: sw_load_seq_cst(state))
+    return admitProxyAccess(WriterWord(raw: sw_load_seq_cst(state)))
+  }
+
+  /// With `proxy_access` taken and the state word `found` after it: admits the access
+  /// (marking an observed checkout dirty first), or steps back.
+  @inlinable @inline(__always) func admitProxyAccess(_ found: WriterWord) -> Bool {
     guard found.admitsProxyAccess else {
       stepBack()
       return false
@@ -83,12 +88,7 @@ extension WriterLock {
     while true {
       if sw_cas_value(proxyAccess, 0, 1) == 0 {
         let found = WriterWord(raw: sw_load_seq_cst(state))
-        if found.admitsProxyAccess {
-          if found.isObserved, !found.isDirty { markDirty() }
-          TransitionRow.proxyAccessBegin.reached()
-          return
-        }
-        stepBack()
+        if admitProxyAccess(found) { return }
         guard found.isCheckedOut else { staleProxyFailure("ThreadSafeWriterProxy") }
         stopIfReading()
         if isAccessing(me) { accessInsideAccessFailure() }
@@ -98,6 +98,15 @@ extension WriterLock {
         sleepWhileProxyAccessed(&wait)
       }
     }
+  }
+
+  @usableFromInline func readInsideWriteFailure() -> Never {
+    selfDeadlockFailure(
+      """
+      ThreadSafeSingleWriter: read inside a write on the same thread would wait forever \
+      for that write to end. Inside tryWrite, withWriter or `await write`, use the inout \
+      value you were given; inside an access through a proxy, read before the access.
+      """)
   }
 
   @usableFromInline func accessInsideAccessFailure() -> Never {
@@ -116,14 +125,7 @@ extension WriterLock {
     let me = sw_current_thread()
     var wait = LongWait()
     while isProxyAccessed {
-      if isAccessing(me) {
-        selfDeadlockFailure(
-          """
-          ThreadSafeSingleWriter: read inside a write on the same thread would wait forever \
-          for that write to end. Inside tryWrite, withWriter or `await write`, use the inout \
-          value you were given; inside an access through a proxy, read before the access.
-          """)
-      }
+      if isAccessing(me) { readInsideWriteFailure() }
       sleepWhileProxyAccessed(&wait)
     }
   }

@@ -267,14 +267,7 @@ struct WriterLock {
   @usableFromInline func beginReadSlow() {
     let me = sw_current_thread()
     while update({ $0.beginRead() }) == nil {
-      if isAccessing(me) {
-        selfDeadlockFailure(
-          """
-          ThreadSafeSingleWriter: read inside a write on the same thread would wait forever \
-          for that write to end. Inside tryWrite, withWriter or `await write`, use the inout \
-          value you were given; inside an access through a proxy, read before the access.
-          """)
-      }
+      if isAccessing(me) { readInsideWriteFailure() }
       sleepWhileAccessed()
     }
   }
@@ -375,14 +368,7 @@ struct WriterLock {
       case .stale: staleProxyFailure("ThreadSafeWriterProxy")
       case .wait:
         stopIfReading()
-        if isAccessing(me) {
-          selfDeadlockFailure(
-            """
-            ThreadSafeSingleWriter: a write access through a proxy inside another write on \
-            the same thread would wait forever. Inside tryWrite, withWriter or `await write`, \
-            change the inout value instead of writing through a proxy.
-            """)
-        }
+        if isAccessing(me) { accessInsideAccessFailure() }
         sleepWhileAccessed()
       }
     }
