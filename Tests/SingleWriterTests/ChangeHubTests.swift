@@ -12,13 +12,27 @@ private func sleeping(on hub: ChangeHub) async -> Task<Void, Never> {
 }
 
 @Suite struct ChangeHubTests {
-  @Test func aPublicationBumpsTheVersion() {
+  @Test func publicationsBetweenTwoLooksMoveTheVersionOnce() {
     let hub = ChangeHub()
     let before = hub.version
     hub.publish()
+    #expect(hub.current.isPending, "a publication only marks the word")
+    #expect(hub.current.version == before, "nobody has looked yet")
     hub.publish()
-    #expect(hub.version == before &+ 2)
+    #expect(hub.version == before &+ 1, "a look collects both")
+    #expect(!hub.current.isPending)
+    #expect(hub.version == before &+ 1, "nothing new: the version stays")
+    hub.publish()
+    #expect(hub.version == before &+ 2, "a publication after a look moves it again")
     #expect(hub.wakeCount == 0, "nobody sleeps: no wake-up")
+  }
+
+  @Test func aPublicationThatFindsPendingAndNobodyToTellLeavesTheWordAlone() {
+    let hub = ChangeHub()
+    hub.publish()
+    let marked = hub.current
+    hub.publish()
+    #expect(hub.current == marked)
   }
 
   @Test func aConsumerBehindTheVersionDoesNotSleep() async {
@@ -36,7 +50,7 @@ private func sleeping(on hub: ChangeHub) async -> Task<Void, Never> {
     for _ in 0..<100 { hub.publish() }
     await sleeper.value
     #expect(hub.withLock { hub.wakeCount } == 1)
-    #expect(hub.version == seen &+ 100)
+    #expect(hub.version == seen &+ 1, "one batch, collected once")
   }
 
   @Test func closingWakesEverySleeper() async {
@@ -67,6 +81,25 @@ private func sleeping(on hub: ChangeHub) async -> Task<Void, Never> {
     hub.close(keeping: 8)
     #expect(hub.lastValue(of: Int.self) == 8)
     #expect(hub.version == version, "the version the kept value belongs to")
+  }
+
+  @Test func closingCollectsWhatIsPending() {
+    let hub = ChangeHub()
+    let version = hub.version
+    hub.publish()
+    hub.close(keeping: 8)
+    #expect(!hub.current.isPending)
+    #expect(hub.current.version == version &+ 1, "the final value's version")
+  }
+
+  @Test func aConsumerDoesNotSleepWhileAPublicationIsPending() async {
+    let hub = ChangeHub()
+    let seen = hub.current.version
+    hub.publish()
+    // Up to date by the word's version, but a publication waits to be collected.
+    await hub.waitForChange(after: seen, id: hub.makeSleeperID())
+    #expect(hub.withLock { hub.sleepers.isEmpty })
+    #expect(!hub.current.isWaiting)
   }
 
   @Test func cancellingASleeperRemovesIt() async {

@@ -10,9 +10,11 @@ extension ScheduleScenarioTests {
   /// A `changes()` subscription observes the container throughout, and another comes and
   /// goes. Thread A's `writeNext` calls run in place when the writer is free and end at
   /// once; B's queues behind them or runs in place; C checks the writer out and writes
-  /// through the proxy, or queues if it is busy. Every write runs once, every checkout
-  /// that wrote publishes once, so the version moves by the number of writes, and the
-  /// one-step end is refused whenever something waits (the queue is then served).
+  /// through the proxy, or queues if it is busy. Every write runs once, and the one-step
+  /// end is refused whenever something waits (the queue is then served). The thread that
+  /// subscribes also looks as a consumer does, collecting the version, then reading:
+  /// every checkout that wrote publishes, so if the version has not moved since that
+  /// look, the value it read was the last.
   @Test func anObservedInPlaceWriteNextEndsAtOnce() {
     Scheduler.check(
       pct: 1_000, exhaustive: 5_000,
@@ -22,6 +24,7 @@ extension ScheduleScenarioTests {
       let journal = ScheduleJournal()
       let kept = container.changes()
       let start = container.publishedVersion
+      let look = ScheduleLook()
       return Scheduler.Run(
         threads: [
           {
@@ -39,6 +42,8 @@ extension ScheduleScenarioTests {
           {
             let changes = container.changes()
             withExtendedLifetime(changes) { sw_yield_thread() }
+            look.version = container.publishedVersion
+            look.value = container.read
           },
         ],
         check: {
@@ -49,8 +54,12 @@ extension ScheduleScenarioTests {
           if let failure = Self.isFreeAndEmpty(container) { return failure }
           if container.read != 4 { return "value \(container.read), not 4" }
           if container.lock.word.isDirty { return "dirty after every checkout ended" }
-          let published = container.publishedVersion &- start
-          return published == 4 ? nil : "\(published) publications for 4 writes"
+          let final = container.publishedVersion
+          if final == start { return "4 writes and no publication" }
+          if final == look.version, look.value != 4 {
+            return "a look at version \(final) read \(look.value); a later write did not publish"
+          }
+          return nil
         })
     }
   }
@@ -80,6 +89,65 @@ extension ScheduleScenarioTests {
           if container.isObserved { return "still observed after the subscription ended" }
           if container.lock.word.isDirty { return "dirty with nobody observing" }
           return Self.finalCheck(container, journal, ran: ["A.1", "A.2"])
+        })
+    }
+  }
+}
+
+/// What a consumer's look found: the version it collected, then the value it read.
+final class ScheduleLook: @unchecked Sendable {
+  // Sendable: the scheduler orders every access, as for ScheduleJournal.
+  var version: UInt64 = 0
+  var value = -1
+  var halfDone = 0
+  var torn: [Int] = []
+}
+
+extension ScheduleScenarioTests {
+  /// Two accesses through a proxy make one change: a consumer must never read between
+  /// them. Thread A checks the writer out and adds 1 twice through it, or, if it is busy,
+  /// queues a `writeNext` body that does; B queues such a body too, so that A's end may
+  /// find it queued and go the slow way (the access's `proxy_wrote` mark moves into
+  /// `dirty`, `markDirty`); C reads as a consumer twice (`readWhole`), which must find
+  /// the value half done, never odd.
+  @Test func aConsumerNeverReadsBetweenTwoAccessesOfOneCheckout() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordMarkDirty, .wordTakeDirty]
+    ) {
+      let container = Self.makeContainer()
+      let kept = container.changes()
+      let look = ScheduleLook()
+      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
+        proxy.write += 1
+        proxy.write += 1
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+          },
+          { container.writeNext(twice) },
+          {
+            for _ in 0..<2 {
+              switch container.readWhole({ $0 }) {
+              case .value(let value): if value % 2 != 0 { look.torn.append(value) }
+              case .halfDone: look.halfDone += 1
+              case .gone: break
+              }
+            }
+          },
+        ],
+        check: {
+          withExtendedLifetime(kept) {}
+          if let failure = Self.isFreeAndEmpty(container) { return failure }
+          if container.read != 4 { return "value \(container.read), not 4" }
+          if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
+          if container.lock.word.isDirty { return "dirty after every checkout ended" }
+          if sw_load_relaxed(container.lock.proxyWrote) != 0 {
+            return "proxy_wrote left set after every checkout ended"
+          }
+          return nil
         })
     }
   }

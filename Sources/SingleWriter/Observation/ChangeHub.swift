@@ -3,12 +3,13 @@ import SingleWriterAtomics
 /// Where a container announces that a checkout changed its value, shared by
 /// ``SingleWriter`` and ``ThreadSafeSingleWriter``.
 ///
-/// A publication bumps a version number in one atomic word: a consumer that is not
-/// waiting finds the new version when it next looks, and reads the newest value itself.
-/// Only when a consumer sleeps in ``waitForChange(after:isolation:)`` or the Observation
-/// module tracks the container does a publication take the slow path, once per batch:
-/// the first publication after a consumer went to sleep wakes it, later ones see no
-/// sleeper and only bump the version. Nothing is allocated per publication.
+/// A publication marks one atomic word `pending`; a consumer folds that into a version
+/// number when it next looks (`version`), and reads the newest value itself. A
+/// publication that finds `pending` set and nobody to tell costs one load. Only when a
+/// consumer sleeps in ``waitForChange(after:isolation:)`` or the Observation module
+/// tracks the container does a publication take the slow path: the first publication
+/// after a consumer went to sleep wakes it, later ones find `pending` and no sleeper.
+/// Nothing is allocated per publication.
 @usableFromInline
 final class ChangeHub: @unchecked Sendable {
   // Sendable: `word` is only touched through atomics; every other field is touched only
@@ -129,19 +130,37 @@ final class ChangeHub: @unchecked Sendable {
 
   // MARK: Publications
 
-  /// The current version: values written before it was published are visible to a read
-  /// that follows.
-  @inlinable var version: UInt64 { current.version }
+  /// The current version, with what is pending collected into it first: every checkout
+  /// that wrote and ended before this read (and was published) is in the value a read
+  /// that follows finds.
+  @inlinable var version: UInt64 {
+    let now = current
+    return now.isPending ? collect() : now.version
+  }
 
-  /// Announces one changing checkout: a version bump, and the slow path only if someone
-  /// sleeps or the Observation module tracks the container.
+  /// Folds `pending` into the version. If another consumer folded it first, its version
+  /// covers every publication this one saw pending.
+  @usableFromInline func collect() -> UInt64 {
+    if let old = update({ $0.collect() }) { return old.collect().unsafelyUnwrapped.version }
+    return current.version
+  }
+
+  /// Announces one changing checkout, after its end: `pending`, with a load only if it is
+  /// set already and nobody sleeps or tracks; the slow path if someone does.
+  ///
+  /// The load is sequentially consistent, as are the end's read-modify-write of the state
+  /// word before it and the consumers' of this word: a consumer that collects after this
+  /// load saw `pending` reads the value after this checkout's end, and one that went to
+  /// sleep before it is seen here.
   @inlinable func publish() {
+    if ChangeHubWord(raw: sw_u64_load_seq_cst(word)).absorbsPublication { return }
     let old = apply(ChangeHubWord.publication) { $0.publish() }
     if old.publicationIsSlow { publishSlow(old) }
   }
 
   /// `publish` for a ``SingleWriter``'s hub, through `applyConfined`.
   @inlinable func publishConfined() {
+    if ChangeHubWord(raw: sw_u64_load_relaxed(word)).absorbsPublication { return }
     let old = applyConfined(ChangeHubWord.publication) { $0.publish() }
     if old.publicationIsSlow { publishSlow(old) }
   }
@@ -153,7 +172,7 @@ final class ChangeHub: @unchecked Sendable {
   }
 
   /// Resumes every sleeper. Under `mutex`, so a sleeper that registered before the
-  /// version bump is found; resuming only schedules the task, it never runs it here.
+  /// publication is found; resuming only schedules the task, it never runs it here.
   func wakeSleepers() {
     sw_mutex_lock(mutex)
     apply(ChangeHubWord.wakeUp) { $0.wake() }
@@ -204,19 +223,21 @@ final class ChangeHub: @unchecked Sendable {
   /// asks the next checkout end to keep a copy.
   func wantSnapshot() { update { $0.wantSnapshot() } }
 
-  /// The holder of a checkout that is ending, before it publishes: keeps `make()`'s copy
-  /// of the value as the version that publication makes.
+  /// The holder of a checkout that wrote and is ending, as its publication: keeps
+  /// `make()`'s copy of the value as the version this moves to, then notifies and wakes.
   func keepSnapshot(_ make: () -> AnyObject?) {
     // The copy it replaces is freed after the lock: a value it alone held may run a
     // `deinit` that subscribes to this container, which takes the lock.
-    let replaced = withLock {
+    let (replaced, old) = withLock {
       let replaced = snapshot
       snapshot = make()
-      snapshotVersion = apply(ChangeHubWord.snapshotKept) { $0.keepSnapshot() }.nextVersion
+      let old = update { $0.keepSnapshot() }.unsafelyUnwrapped
+      snapshotVersion = old.keepSnapshot().unsafelyUnwrapped.version
       snapshotCount &+= 1
-      return replaced
+      return (replaced, old)
     }
     withExtendedLifetime(replaced) {}
+    if old.publicationIsSlow { publishSlow(old) }
   }
 
   /// `keepSnapshot` with the copy that `keepLast` makes, for a container whose value's

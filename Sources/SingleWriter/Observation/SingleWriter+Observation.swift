@@ -13,7 +13,7 @@ extension SingleWriter {
     return hub
   }
 
-  /// Called as each observed checkout ends: a version bump if the checkout wrote.
+  /// Called as each observed checkout ends: a publication if the checkout wrote.
   /// Inlinable, so that it is specialized where the checkout ends.
   @inlinable
   func publishIfDirty() {
@@ -21,9 +21,9 @@ extension SingleWriter {
     isDirty = false
     // Guaranteed, not retained: the container owns the hub and outlives this call.
     Unmanaged.passUnretained(hub.unsafelyUnwrapped)._withUnsafeGuaranteedRef { hub in
-      // A consumer that found a stream of checkouts half done gets this copy.
-      if hub.wantsSnapshot { keepSnapshot(in: hub) }
-      hub.publishConfined()
+      // A consumer that found a stream of checkouts half done gets this copy, as this
+      // checkout's publication.
+      if hub.wantsSnapshot { keepSnapshot(in: hub) } else { hub.publishConfined() }
     }
   }
 
@@ -72,7 +72,7 @@ extension SingleWriter {
   }
 
   /// Subscribes: marks the container observed, then reads the version before the value,
-  /// so a checkout that ends later either is in the value already or bumps the version.
+  /// so a checkout that ends later either is in the value already or moves the version.
   func subscribe<Element>(
     _ transform: @escaping (Value) -> Element, isRepeat: ((Element, Element) -> Bool)?
   ) -> Changes<Element> {
@@ -101,7 +101,7 @@ extension SingleWriter {
   ///
   /// Same semantics as `ThreadSafeSingleWriter.changes()`: a slow consumer is resumed
   /// at most twice per batch of checkouts and reads the newest value itself; a checkout end costs
-  /// one version bump however many streams are idle. Iterate it where the container
+  /// at most a load and a store however many streams are idle. Iterate it where the container
   /// lives, for example in a `@MainActor` task: the loop resumes there directly, with no
   /// hop per value. When `Value` is `Equatable`, the overload that skips repeats is
   /// chosen instead.

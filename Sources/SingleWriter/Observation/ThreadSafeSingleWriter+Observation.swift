@@ -7,15 +7,17 @@ import Observation
 
 extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// Called by the checkout holder as each checkout ends while `observed` is set, with no
-  /// library lock held: if the checkout wrote, bumps the hub's version. Checkouts are
-  /// ordered, so publications are too.
+  /// library lock held: if the checkout wrote, publishes. Checkouts are ordered, so
+  /// publications are too.
   @inlinable
   func publishIfDirty() {
-    guard lock.word.isDirty, lock.update({ $0.takeDirty() }) != nil else { return }
+    let wrote = lock.takeProxyWrote()
+    let dirty = lock.word.isDirty && lock.update({ $0.takeDirty() }) != nil
+    guard dirty || wrote else { return }
     // Still the holder: the value is as this checkout ended it. A consumer that found a
-    // stream of checkouts half done gets this copy (`keepLast` is set by its subscription).
-    if hub.wantsSnapshot { hub.keepSnapshotOfLast() }
-    hub.publish()
+    // stream of checkouts half done gets this copy (`keepLast` is set by its subscription),
+    // as this checkout's publication.
+    if hub.wantsSnapshot { hub.keepSnapshotOfLast() } else { hub.publish() }
   }
 
   /// Counts one more `changes()` subscription; the first observer sets `observed`, so
@@ -23,7 +25,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   func subscriptionArrived() {
     hub.withLock {
       if hub.subscriptions == 0, hub.notifier == nil {
-        lock.update { $0.observe() }
+        lock.observe()
       }
       hub.subscriptions += 1
     }
@@ -58,15 +60,13 @@ extension ThreadSafeSingleWriter where Value: Sendable {
       lock.endRead()
       _fixLifetime(self)  // read through `storage`, which the container frees
     }
-    // The reader slot keeps writes out, and `dirty`, set by a write as it begins, was
-    // published by that write's end to the compare-and-exchange that took the slot.
-    if lock.word.mayBeHalfDone { return .halfDone }
+    if lock.mayBeHalfDone { return .halfDone }
     return .value(transform(storage.pointee))
   }
 
   /// Subscribes, never waiting on the writer: the `observed` bit is set under the hub's
   /// own lock, then the version is read before the value, so a checkout that ends after
-  /// this either is in the value already or bumps the version past it.
+  /// this either is in the value already or moves the version past it.
   func subscribe<Element: Sendable>(
     _ transform: @escaping @Sendable (Value) -> Element,
     isRepeat: (@Sendable (Element, Element) -> Bool)?
@@ -99,9 +99,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// ```
   ///
   /// A consumer slower than the writers is resumed at most twice per batch of checkouts and gets
-  /// the newest value, not a backlog. A checkout end costs one atomic increment per
-  /// container, however many streams are idle. A consumer may write back to the
-  /// container.
+  /// the newest value, not a backlog. A checkout end that wrote costs one load of a
+  /// shared word until a consumer looks, and one atomic operation after it does, however
+  /// many streams are idle. A consumer may write back to the container.
   ///
   /// The stream does not keep the container alive. An iterator ends, returning `nil`
   /// from then on:
@@ -196,7 +196,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// Observers are told once per checkout, at its end, never per write through a held
   /// proxy, and never for a proxy's checkout that only read (unless this first tracked
   /// read came while it was held: it may have written before); a closure write counts. The first tracked read makes the
-  /// container observed for good: each checkout end then costs a version bump and a
+  /// container observed for good: each checkout end then costs one atomic operation and a
   /// notification. ``read`` registers nothing and stays as cheap as before.
   @inlinable
   public var trackedRead: Value {
@@ -219,7 +219,7 @@ extension ThreadSafeSingleWriter where Value: Sendable {
     hub.installNotifier {
       ObservationTracker(subject: self, keyPath: \.trackedRead)
     } markObserved: {
-      lock.update { $0.observe() }
+      lock.observe()
     }
   }
 }

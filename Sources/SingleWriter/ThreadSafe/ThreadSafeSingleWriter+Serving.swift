@@ -177,13 +177,20 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   /// holder can take.
   @inlinable @inline(__always)
   func tryEndObserved(closureWrite: Bool) -> Bool {
-    guard !hub.wantsSnapshot else { return false }
+    // Taken before the release, after which the next holder's accesses mark it; a
+    // closure write makes no access through a proxy.
+    let wrote = !closureWrite && lock.takeProxyWrote()
     // Only the holder takes the gate, and a closure write opened it before it got here.
     // (Asked before the release: after it, the next holder may hold the gate.)
     assert(sw_uptr_load(lock.gateThread) == 0, "the gate outlived its checkout")
-    guard let (_, dirty) = lock.update({ $0.endObserved(closureWrite: closureWrite) })
-    else { return false }
-    if dirty { hub.publish() }
+    guard !hub.wantsSnapshot,
+      let (_, dirty) = lock.update({ $0.endObserved(closureWrite: closureWrite) })
+    else {
+      // The slow end publishes from `dirty`.
+      if wrote { lock.markDirty() }
+      return false
+    }
+    if dirty || wrote { hub.publish() }
     return true
   }
 

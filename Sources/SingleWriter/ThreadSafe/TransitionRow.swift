@@ -52,7 +52,7 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case wordObserve
   case wordUnobserve
   case wordTakeDirty
-  /// An access through a proxy marks an observed checkout written.
+  /// An end that goes the slow way moves an access's `proxy_wrote` mark into `dirty`.
   case wordMarkDirty
 
   // MARK: Accesses through a proxy (WriterLock+ProxyAccess)

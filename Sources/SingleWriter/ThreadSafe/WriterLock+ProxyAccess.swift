@@ -12,6 +12,7 @@ import SingleWriterAtomics
 // | A begins | exchange `proxy_access` 0 -> 1, then load `state` | admitted if checked out, no `writing` and no readers; else it steps back |
 // | A steps back | store 0 to `proxy_access`, wake its sleepers | waits on `state` for the readers or `writing` it saw, then begins again |
 // | A ends | store 0 to `proxy_access`, then look for sleepers | wakes them if any |
+// | A, admitted to an observed checkout | store 1 to `proxy_wrote`, before it writes | the checkout's end takes it and publishes |
 // | R begins | take a slot in `state`, then load `proxy_access` | reads if 0; else keeps its slot and sleeps until it clears |
 //
 // Each side writes its own word with a sequentially consistent operation and then loads
@@ -20,6 +21,9 @@ import SingleWriterAtomics
 // back and lets it read; one that did not is already admitted and ends soon, so neither
 // waits for the other.
 //
+// So a reader also finds `proxy_wrote` as every access it does not overlap left it: one
+// that ended before the reader's look released it with `proxy_access`.
+//
 // The end's look for sleepers is not ordered after its store: it may miss a sleeper that
 // registered at that moment, which then looks at `proxy_access` before the store shows.
 // So the first sleep after registering is short (`HandOffPolicy.accessRecheck`); by its
@@ -27,6 +31,7 @@ import SingleWriterAtomics
 
 extension WriterLock {
   @inlinable var proxyAccess: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_proxy_access(sync) }
+  @inlinable var proxyWrote: UnsafeMutablePointer<sw_atomic_u32> { sw_ts_proxy_wrote(sync) }
   @inlinable var proxyAccessSleepers: UnsafeMutablePointer<sw_atomic_u32> {
     sw_ts_proxy_access_sleepers(sync)
   }
@@ -36,20 +41,24 @@ extension WriterLock {
   @inlinable var isProxyAccessed: Bool { sw_load_acquire(proxyAccess) != 0 }
 
   /// One attempt to begin an access through a proxy: takes `proxy_access`, then checks
-  /// the state word. `true`: admitted, and marked dirty if observed. `false`: nothing held.
+  /// the state word. `true`: admitted, and marked written if observed. `false`: nothing
+  /// held.
   @inlinable @inline(__always) func tryBeginProxyAccess() -> Bool {
     guard sw_cas_value(proxyAccess, 0, 1) == 0 else { return false }
     return admitProxyAccess(WriterWord(raw: sw_load_seq_cst(state)))
   }
 
   /// With `proxy_access` taken and the state word `found` after it: admits the access
-  /// (marking an observed checkout dirty first), or steps back.
+  /// (marking an observed checkout written first, in `proxy_wrote`), or steps back. The
+  /// mark is a plain store: a consumer that takes a reader slot after this access began
+  /// finds `proxy_access` taken, and waits for its end, whose release store carries the
+  /// mark; one that took its slot before makes this access step back.
   @inlinable @inline(__always) func admitProxyAccess(_ found: WriterWord) -> Bool {
     guard found.admitsProxyAccess else {
       stepBack()
       return false
     }
-    if found.isObserved, !found.isDirty { markDirty() }
+    if found.isObserved { sw_store_relaxed(proxyWrote, 1) }
     TransitionRow.proxyAccessBegin.reached()
     return true
   }
@@ -75,10 +84,39 @@ extension WriterLock {
 
   @usableFromInline func wakeProxyAccessSleepers() { sw_wake_all(proxyAccess) }
 
-  /// Marks the checkout dirty for observers, before the access changes the value, unless
-  /// it is already or nobody observes. Consumers wait for the checkout's end meanwhile.
+  /// Whether an access through a proxy to an observed checkout has begun since the last
+  /// call; clears the mark. Only by the checkout's holder, as it ends the checkout or
+  /// publishes a served batch, after every access it made.
+  @inlinable @inline(__always) func takeProxyWrote() -> Bool {
+    guard sw_load_relaxed(proxyWrote) != 0 else { return false }
+    sw_store_relaxed(proxyWrote, 0)
+    return true
+  }
+
+  /// Whether the value may be part-way through a checkout, for a consumer that holds a
+  /// reader slot: one is held and has written since the last publication. The slot keeps
+  /// writes out; `dirty`, set by a closure write or commit as it begins, was published by
+  /// that write's end to the compare-and-exchange that took the slot, and `proxy_wrote`
+  /// by an access's end to the load of `proxy_access` that followed it.
+  var mayBeHalfDone: Bool {
+    let word = word
+    return word.mayBeHalfDone || (word.isCheckedOut && sw_load_relaxed(proxyWrote) != 0)
+  }
+
+  /// Moves the mark of `takeProxyWrote` into the state word's `dirty`, for an end that
+  /// goes the slow way: the holder publishes from `dirty` there. Nothing if nobody
+  /// observes any more.
   @usableFromInline func markDirty() {
     update { $0.isObserved && !$0.isDirty ? $0.markingDirty() : nil }
+  }
+
+  /// An observer arrives, under the hub's lock: `observed`, and a checkout held now
+  /// counts as dirty (`WriterWord.observe`). If nobody observed, a mark left by a
+  /// checkout that ended unobserved is cleared first: no access marks while unobserved,
+  /// no consumer reads the mark, and a checkout held at the exchange is dirty anyway.
+  func observe() {
+    if !word.isObserved { sw_store_relaxed(proxyWrote, 0) }
+    update { $0.observe() }
   }
 
   /// Begins an access through a proxy, waiting for readers, a closure write or commit,

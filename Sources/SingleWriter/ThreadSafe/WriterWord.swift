@@ -136,8 +136,8 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     raw & (WriterWord.writer | WriterWord.writing | ~(WriterWord.reader &- 1)) == WriterWord.writer
   }
 
-  /// An access through a proxy to an observed checkout marks it written, before it
-  /// changes the value: consumers then wait for the checkout's end.
+  /// An end that goes the slow way moves the mark an access through a proxy left in
+  /// `proxy_wrote` here, where serving publishes from.
   @inlinable func markingDirty() -> WriterWord {
     WriterWord(raw: raw | WriterWord.dirty).proposing(.wordMarkDirty)
   }
@@ -241,8 +241,9 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
       .proposing(.wordObserve)
   }
 
-  /// Whether the value may be part-way through a checkout: one is held and has written
-  /// since the last publication. Consumers of `changes()` read only when it is not.
+  /// Whether the value may be part-way through a checkout by what the word says: one is
+  /// held and has written since the last publication. Consumers of `changes()` also ask
+  /// `proxy_wrote` (`WriterLock.mayBeHalfDone`).
   @inlinable var mayBeHalfDone: Bool { isCheckedOut && isDirty }
 
   /// The last observer left.

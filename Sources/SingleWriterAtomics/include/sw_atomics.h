@@ -114,14 +114,14 @@ static inline uint32_t sw_fetch_sub(sw_atomic_u32 *a, uint32_t v) {
 
 static inline uint32_t sw_fetch_or(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
-  uint32_t old = atomic_fetch_or_explicit(&a->value, v, memory_order_acq_rel);
+  uint32_t old = atomic_fetch_or_explicit(&a->value, v, memory_order_seq_cst);
   SW_CHAOS();
   return old;
 }
 
 static inline uint32_t sw_fetch_and(sw_atomic_u32 *a, uint32_t v) {
   SW_CHAOS();
-  uint32_t old = atomic_fetch_and_explicit(&a->value, v, memory_order_acq_rel);
+  uint32_t old = atomic_fetch_and_explicit(&a->value, v, memory_order_seq_cst);
   SW_CHAOS();
   return old;
 }
@@ -153,6 +153,16 @@ static inline uint64_t sw_u64_load_acquire(sw_atomic_u64 *a) {
   return v;
 }
 
+/// Sequentially consistent: a checkout's end reads the hub's flags after its own
+/// read-modify-write of the state word, and must not miss a consumer that set one
+/// before looking at that word.
+static inline uint64_t sw_u64_load_seq_cst(sw_atomic_u64 *a) {
+  SW_CHAOS();
+  uint64_t v = atomic_load_explicit(&a->value, memory_order_seq_cst);
+  SW_CHAOS();
+  return v;
+}
+
 static inline void sw_u64_store_release(sw_atomic_u64 *a, uint64_t v) {
   SW_CHAOS();
   atomic_store_explicit(&a->value, v, memory_order_release);
@@ -163,14 +173,14 @@ static inline void sw_u64_store_release(sw_atomic_u64 *a, uint64_t v) {
 static inline uint64_t sw_u64_cas_value(sw_atomic_u64 *a, uint64_t expected, uint64_t desired) {
   SW_CHAOS();
   atomic_compare_exchange_strong_explicit(
-      &a->value, &expected, desired, memory_order_acq_rel, memory_order_relaxed);
+      &a->value, &expected, desired, memory_order_seq_cst, memory_order_relaxed);
   SW_CHAOS();
   return expected;
 }
 
 static inline uint64_t sw_u64_fetch_add(sw_atomic_u64 *a, uint64_t v) {
   SW_CHAOS();
-  uint64_t old = atomic_fetch_add_explicit(&a->value, v, memory_order_acq_rel);
+  uint64_t old = atomic_fetch_add_explicit(&a->value, v, memory_order_seq_cst);
   SW_CHAOS();
   return old;
 }

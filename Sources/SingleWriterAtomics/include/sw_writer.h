@@ -195,6 +195,12 @@ typedef struct {
   /// The thread holding `gate`, or 0: which the lock itself does not tell portably. Here,
   /// not on the holder's line, which is full: stored only by a write that takes the gate.
   sw_atomic_uptr gate_thread;
+  /// 1 once an access through a proxy to an observed checkout has begun, until the
+  /// checkout's end takes it: that end publishes, and consumers meanwhile find the value
+  /// half done. Stored by the access with a plain store, instead of a locked operation
+  /// on `state`; on this line, which the checkout's holder writes (and the first
+  /// observer, which clears a mark left while nobody observed).
+  sw_atomic_u32 proxy_wrote;
   };
   char server_line[SW_CACHE_LINE];
   };
@@ -214,6 +220,7 @@ static inline sw_atomic_u32 *sw_ts_spin_rounds(sw_ts_sync *s) { return &s->spin_
 static inline sw_atomic_u32 *sw_ts_queued_hint(sw_ts_sync *s) { return &s->queued_hint; }
 static inline sw_atomic_u32 *sw_ts_access_word(sw_ts_sync *s) { return &s->access_word; }
 static inline sw_atomic_u32 *sw_ts_proxy_access(sw_ts_sync *s) { return &s->proxy_access; }
+static inline sw_atomic_u32 *sw_ts_proxy_wrote(sw_ts_sync *s) { return &s->proxy_wrote; }
 static inline sw_atomic_u32 *sw_ts_proxy_access_sleepers(sw_ts_sync *s) {
   return &s->proxy_access_sleepers;
 }
