@@ -18,7 +18,9 @@ import SingleWriter
 ///   needs it, so a process killed or a machine that loses power at any moment leaves
 ///   the old file or the new one, never a mix;
 /// - keeps order and coalesces: one save runs at a time, a burst of writes ends in one
-///   save of its last value, and an older value never replaces a newer one;
+///   save of its last value, and an older value never replaces a newer one; a change
+///   after a quiet spell is saved at once, and a stream of changes is saved at most once
+///   per `minimumSaveInterval` (10 ms by default), so that it costs the writers little;
 /// - stays out of the way: a change wakes the saver, which takes the value with one read
 ///   and encodes and writes it on a queue of its own, so no writer or reader ever waits
 ///   for encoding or I/O;
@@ -66,11 +68,15 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   ///   - default: The value when there is no file yet.
   ///   - encoder: Encodes each save; by default, pretty-printed JSON with sorted keys.
   ///   - decoder: Decodes the file.
+  ///   - minimumSaveInterval: The least time from one save's start to the next's while
+  ///     changes keep coming. A change after a quiet spell is saved at once, and
+  ///     ``saved()`` never waits for it; a crash may lose the changes of the last interval
+  ///     that no ``saved()`` confirmed. `.zero` saves again as soon as a save ends.
   ///   - onSaveFailure: Called on the saver's queue with each failed save, except one
   ///     that fails as the last one reported did, until a save succeeds.
   public convenience init(
     file: URL, default: @autoclosure () throws -> Value, encoder: JSONEncoder? = nil,
-    decoder: JSONDecoder = JSONDecoder(),
+    decoder: JSONDecoder = JSONDecoder(), minimumSaveInterval: Duration = .milliseconds(10),
     onSaveFailure: (@Sendable (PersistenceError) -> Void)? = nil
   ) throws {
     let encoder = SendableBox(encoder ?? Self.readableEncoder())
@@ -79,7 +85,7 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
       file: file, default: try `default`(),
       encode: { try encoder.value.encode($0) },
       decode: { try decoder.value.decode(Value.self, from: $0) },
-      onSaveFailure: onSaveFailure)
+      minimumSaveInterval: minimumSaveInterval, onSaveFailure: onSaveFailure)
   }
 
   /// Loads and saves with your own format: a property list, a compressed archive.
@@ -94,13 +100,15 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// `encode` runs on the saver's queue, one save at a time; `decode` runs once, here.
   /// `encode` may read the container but not write it: its write is a change, whose save
   /// writes again, without end.
-  /// Otherwise as ``init(file:default:encoder:decoder:onSaveFailure:)``.
+  /// Otherwise as ``init(file:default:encoder:decoder:minimumSaveInterval:onSaveFailure:)``.
   public init(
     file: URL, default: @autoclosure () throws -> Value,
     encode: @escaping @Sendable (Value) throws -> Data,
     decode: (Data) throws -> Value,
+    minimumSaveInterval: Duration = .milliseconds(10),
     onSaveFailure: (@Sendable (PersistenceError) -> Void)? = nil
   ) throws {
+    precondition(minimumSaveInterval >= .zero, "a negative minimumSaveInterval")
     // Misuse, reported before anything is fetched: a web address would be downloaded
     // here, and its path on this disk written by every save.
     guard file.isFileURL else {
@@ -125,8 +133,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
     // is the one the file (or the absence of one) holds.
     let changes = state.changes().makeAsyncIterator()
     saver = Saver(
-      file: stateFile, version: state.publishedVersion, encode: encode,
-      onFailure: onSaveFailure)
+      file: stateFile, version: state.publishedVersion, interval: minimumSaveInterval,
+      encode: encode, onFailure: onSaveFailure)
     Saver.run(saver, changes)
   }
 
@@ -174,6 +182,13 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// the last one reported is not reported again until a save succeeds, so a consumer
   /// that records each in the state, or retries with ``saved()``, does not go round.
   public func failures() -> AsyncStream<PersistenceError> { saver.failures() }
+
+  /// Whether the saver rests between two saves now, for its `minimumSaveInterval`; for
+  /// this package's tests.
+  package var saverIsResting: Bool { saver.isResting }
+
+  /// How many `saved()` calls wait for a save now; for this package's tests.
+  package var flushesWaiting: Int { saver.lock.withLock { saver.flushes.count } }
 
   /// The default encoder: pretty-printed JSON with sorted keys, readable and diffable.
   static func readableEncoder() -> JSONEncoder {

@@ -14,6 +14,8 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   let file: StateFile
   let encode: @Sendable (Value) throws -> Data
   let onFailure: (@Sendable (PersistenceError) -> Void)?
+  /// The least time from one save's start to the next's, unless a flush waits.
+  let interval: Duration
   /// Where encoding and file I/O run, one save at a time, off the cooperative pool (a
   /// flush to disk may block for milliseconds) and away from every writer and reader.
   let queue = DispatchQueue(label: "SingleWriterPersistence.save", qos: .utility)
@@ -35,13 +37,19 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   /// `failures()` streams, by id.
   var failureStreams: [UInt64: AsyncStream<PersistenceError>.Continuation] = [:]
   var nextStreamID: UInt64 = 0
+  /// The saver between two saves, until its interval is up or a flush comes, and the
+  /// number of that rest: a timer set for an earlier rest must not end a later one.
+  var resting: CheckedContinuation<Void, Never>?
+  var rests: UInt64 = 0
 
   init(
-    file: StateFile, version: UInt64, encode: @escaping @Sendable (Value) throws -> Data,
+    file: StateFile, version: UInt64, interval: Duration,
+    encode: @escaping @Sendable (Value) throws -> Data,
     onFailure: (@Sendable (PersistenceError) -> Void)?
   ) {
     self.file = file
     self.savedVersion = version
+    self.interval = interval
     self.encode = encode
     self.onFailure = onFailure
   }
@@ -55,8 +63,10 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
 
   /// Saves each value `changes` delivers, one at a time: a value delivered while a save
   /// runs waits, and the stream hands over only the newest, so a burst of writes ends in
-  /// one save of its last value. Ends when the container is freed, after saving the value
-  /// it was freed with.
+  /// one save of its last value. Between two saves it rests until `interval` has passed
+  /// since the first began, unless a flush waits: a change after a quiet spell is saved
+  /// at once, and a stream of changes costs at most one save per interval. Ends when the
+  /// container is freed, after saving the value it was freed with.
   static func run(
     _ saver: Saver, _ changes: sending ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator
   ) {
@@ -64,10 +74,45 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
     // container is freed ends at once, and would not save the value it was freed with.
     Task.detached {
       var iterator = changes
+      let clock = ContinuousClock()
       while let value = await iterator.next() {
+        let started = clock.now
         await saver.save(value, version: iterator.deliveredVersion)
+        await saver.rest(for: saver.interval - started.duration(to: clock.now))
       }
     }
+  }
+
+  /// Waits for `duration`, or until a flush waits, whichever comes first.
+  func rest(for duration: Duration) async {
+    guard duration > .zero else { return }
+    await withCheckedContinuation { (rest: CheckedContinuation<Void, Never>) in
+      let number: UInt64? = lock.withLock {
+        guard flushes.isEmpty else { return nil }
+        rests &+= 1
+        resting = rest
+        return rests
+      }
+      guard let number else { return rest.resume() }
+      let (seconds, attoseconds) = duration.components
+      let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+      queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+        self.endRest(number)
+      }
+    }
+  }
+
+  /// Whether the saver rests between two saves now; for tests.
+  var isResting: Bool { lock.withLock { resting != nil } }
+
+  /// Ends the rest numbered `number`, or the current one if `nil`, if it is still on.
+  func endRest(_ number: UInt64? = nil) {
+    let rest: CheckedContinuation<Void, Never>? = lock.withLock {
+      guard number == nil || number == rests else { return nil }
+      defer { resting = nil }
+      return resting
+    }
+    rest?.resume()
   }
 
   /// Saves `value` on the queue and returns when done, unless the disk has it already
@@ -150,6 +195,8 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
         retrying = true
         return true
       }
+      // A flush never waits out the saver's rest.
+      endRest()
       guard retry else { return }
       queue.async {
         // The newest failed value as the retry runs, not as it was queued: a newer save

@@ -21,7 +21,7 @@ import Testing
     let url = makeFolder().appendingPathComponent("n.json")
     let failing = Locked<Set<Int>>([1, 2])
     let saver = Saver<Int>(
-      file: StateFile(url), version: 0,
+      file: StateFile(url), version: 0, interval: .zero,
       encode: { value in
         if failing.current.contains(value) { throw Refused() }
         return try JSONEncoder().encode(value)

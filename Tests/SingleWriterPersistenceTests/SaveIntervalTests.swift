@@ -1,0 +1,77 @@
+import Foundation
+import SingleWriter
+import SingleWriterPersistence
+import Testing
+
+/// Promise 2, out of the way: a stream of changes is saved at most once per
+/// `minimumSaveInterval`, a change after a quiet spell at once, and `saved()` never waits
+/// for the interval.
+@Suite(.timeLimit(.minutes(1))) struct SaveIntervalTests {
+  func store(
+    _ encoder: RecordingEncoder<Int>, interval: Duration
+  ) throws -> PersistedState<Int> {
+    try PersistedState(
+      file: makeFolder().appendingPathComponent("n.json"), default: 0,
+      encode: encoder.encode, decode: { try JSONDecoder().decode(Int.self, from: $0) },
+      minimumSaveInterval: interval)
+  }
+
+  @Test func theFirstChangeIsSavedAtOnceTheNextAfterTheIntervalOrAFlush() async throws {
+    let encoder = RecordingEncoder<Int>()
+    let store = try store(encoder, interval: .seconds(3_600))
+    store.state.writeNext { $0.write = 1 }
+    // No `saved()`: a change after a quiet spell does not wait.
+    await waitUntil { encoder.encoded.current == [1] }
+    // Then the saver rests for its hour, and only a flush can end that.
+    await waitUntil { store.saverIsResting }
+    store.state.writeNext { $0.write = 2 }
+    store.state.withWriter { $0 = 3 }
+    #expect(store.saverIsResting)
+    #expect(encoder.encoded.current == [1], "resting: no save")
+    try await store.saved()
+    #expect(encoder.encoded.current == [1, 3], "the flush ends the rest; the burst is one save")
+    #expect(try decoded(Int.self, at: store.file) == 3)
+  }
+
+  @Test func aFlushDuringASaveIsNotHeldUpByTheRestAfterIt() async throws {
+    let encoder = RecordingEncoder<Int>()
+    let store = try store(encoder, interval: .seconds(3_600))
+    encoder.hold()
+    store.state.writeNext { $0.write = 1 }
+    await encoder.waitUntilHeld()
+    store.state.writeNext { $0.write = 2 }
+    // The flush comes while the save of 1 runs: the saver must not rest before saving 2.
+    let flushed = Task { try await store.saved() }
+    await waitUntil { store.flushesWaiting == 1 }
+    encoder.release()
+    try await flushed.value
+    #expect(encoder.encoded.current == [1, 2])
+  }
+
+  @Test func aZeroIntervalSavesAgainAsSoonAsASaveEnds() async throws {
+    let encoder = RecordingEncoder<Int>()
+    let store = try store(encoder, interval: .zero)
+    encoder.hold()
+    store.state.writeNext { $0.write = 1 }
+    await encoder.waitUntilHeld()
+    store.state.writeNext { $0.write = 2 }
+    encoder.release()
+    // No `saved()`: with an interval, 2 would wait for it.
+    await waitUntil { encoder.encoded.current == [1, 2] }
+    #expect(!store.saverIsResting)
+  }
+
+  @Test func aNegativeIntervalStopsWithAMessage() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = try? PersistedState(
+        file: makeFolder().appendingPathComponent("n.json"), default: 0,
+        minimumSaveInterval: .seconds(-1))
+    }
+    #expect(standardError(result).contains("negative minimumSaveInterval"))
+  }
+}
+
+/// Polls `condition` until it holds; a hang shows as the test's own time limit.
+private func waitUntil(_ condition: @escaping @Sendable () -> Bool) async {
+  while !condition() { try? await Task.sleep(nanoseconds: 1_000_000) }
+}
