@@ -152,3 +152,45 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// The only subscriber leaves and another arrives (B, as their bookkeeping does it)
+  /// while thread A writes through a proxy it checked out: A's access may find the
+  /// checkout observed by the first, store its `proxy_wrote` mark after the arrival
+  /// cleared stale marks, and end its checkout unobserved (leaving the mark) before the
+  /// arrival sets `observed`. No mark may outlive that end: with the container observed
+  /// again, a later checkout that only reads must publish nothing (a non-`Equatable`
+  /// stream would deliver a spurious element).
+  @Test func aMarkNeverOutlivesAnUnobservedEnd() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordUnobserve, .wordObserve, .wordEndCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let kept = container.changes()
+      return Scheduler.Run(
+        threads: [
+          { if let writer = container.writer { writer.write += 1 } },
+          {
+            // The subscription's own bookkeeping, as the last one leaves and one arrives.
+            container.subscriptionLeft()
+            container.subscriptionArrived()
+          },
+        ],
+        check: {
+          // Before `isFreeAndEmpty`, whose checkout only reads too.
+          let before = container.publishedVersion
+          do {
+            guard let writer = container.writer else { return "the writer is still checked out" }
+            _ = writer.write
+          }
+          let after = container.publishedVersion
+          withExtendedLifetime(kept) {}
+          if after != before {
+            return "a checkout that only read published (version \(before) -> \(after))"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
