@@ -161,33 +161,218 @@ extension ScheduleScenarioTests {
   /// arrival sets `observed`. No mark may outlive that end: with the container observed
   /// again, a later checkout that only reads must publish nothing (a non-`Equatable`
   /// stream would deliver a spurious element).
-  @Test func aMarkNeverOutlivesAnUnobservedEnd() {
+  ///
+  /// Or the first tracked read arrives instead (`tracks`): then the later checkout must
+  /// not notify the Observation module either.
+  @Test(arguments: [false, true])
+  func aMarkNeverOutlivesAnUnobservedEnd(tracks: Bool) {
     Scheduler.check(
       pct: 1_000, exhaustive: 5_000,
       reaches: [.proxyAccessBegin, .wordUnobserve, .wordObserve, .wordEndCheckout]
     ) {
       let container = Self.makeContainer()
       let kept = container.changes()
+      let notifier = CountingNotifier()
       return Scheduler.Run(
         threads: [
           { if let writer = container.writer { writer.write += 1 } },
           {
             // The subscription's own bookkeeping, as the last one leaves and one arrives.
             container.subscriptionLeft()
-            container.subscriptionArrived()
+            if tracks {
+              container.hub.installNotifier {
+                notifier
+              } markObserved: {
+                container.lock.observe()
+              }
+            } else {
+              container.subscriptionArrived()
+            }
           },
         ],
         check: {
           // Before `isFreeAndEmpty`, whose checkout only reads too.
-          let before = container.publishedVersion
+          let before = (container.publishedVersion, notifier.count)
           do {
             guard let writer = container.writer else { return "the writer is still checked out" }
             _ = writer.write
           }
-          let after = container.publishedVersion
+          let after = (container.publishedVersion, notifier.count)
           withExtendedLifetime(kept) {}
           if after != before {
-            return "a checkout that only read published (version \(before) -> \(after))"
+            return
+              "a checkout that only read published (version, notifications \(before) -> \(after))"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// A task iterates `changes()` while every checkout adds 1 twice through a proxy: thread
+  /// A through one it checked out (or a `writeNext` body if the writer is busy), B through
+  /// a `writeNext` body. Publications coalesce into `pending` and the accesses mark
+  /// `proxy_wrote`; the consumer must still get only whole values (even), never go back,
+  /// and get the last one (else it sleeps for good: a deadlock).
+  @Test(arguments: [true, false])
+  func aConsumerGetsEveryWholeValueOfProxyCheckouts(subscribesEarly: Bool) {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    Scheduler.check(
+      pct: 500, exhaustive: 2_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordTakeDirty]
+    ) {
+      let container = Self.makeContainer()
+      let tasks = Tasks()
+      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
+        proxy.write += 1
+        proxy.write += 1
+      }
+      let changes = subscribesEarly ? container.changes() : nil
+      return Scheduler.Run(
+        threads: [
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              for await value in changes ?? container.changes() {
+                tasks.values.append(value)
+                if value == 4 { break }
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+          },
+          { container.writeNext(twice) },
+        ],
+        check: {
+          if tasks.values.last != 4 || tasks.values != tasks.values.sorted()
+            || tasks.values.contains(where: { $0 % 2 != 0 })
+          {
+            return "the consumer saw \(tasks.values)"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// A proxy handed to another thread between its two accesses.
+  final class Handed: @unchecked Sendable {
+    // Sendable: the scheduler orders every access, as for ScheduleJournal.
+    var proxy: ThreadSafeWriterProxy<Int>?
+    var settled = false
+  }
+
+  /// Thread A checks the writer out and adds 1 through the proxy, then hands it to C,
+  /// which adds 1 more and lets it go (its release ends the checkout on C); if the writer
+  /// was busy, A queues a body that adds 2 in two accesses. B queues such a body too. A
+  /// task consuming `changes()` must get only whole values (even), in order, up to 4.
+  @Test func aConsumerNeverSeesHalfOfAHandedProxy() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    Scheduler.check(
+      pct: 500, exhaustive: 2_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let tasks = Tasks()
+      let handed = Handed()
+      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
+        proxy.write += 1
+        proxy.write += 1
+      }
+      let changes = container.changes()
+      return Scheduler.Run(
+        threads: [
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              for await value in changes {
+                tasks.values.append(value)
+                if value == 4 { break }
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            if let writer = container.writer {
+              writer.write += 1
+              handed.proxy = writer
+            } else {
+              container.writeNext(twice)
+            }
+            handed.settled = true
+          },
+          {
+            while !handed.settled { sw_yield_thread() }
+            handed.proxy?.write += 1
+            handed.proxy = nil
+          },
+          { container.writeNext(twice) },
+        ],
+        check: {
+          if tasks.values.last != 4 || tasks.values != tasks.values.sorted()
+            || tasks.values.contains(where: { $0 % 2 != 0 })
+          {
+            return "the consumer saw \(tasks.values)"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// Counts notifications, as the Observation module's tracker would get them.
+  final class CountingNotifier: ChangeNotifier, @unchecked Sendable {
+    // Sendable: the scheduler orders every access, as for ScheduleJournal.
+    var count = 0
+    func notifyChange() { count += 1 }
+  }
+
+  /// A tracked container (tracked before the run): A writes twice through a proxy it
+  /// checked out, B checks out and only reads, C's `writeNext` body writes once. Tracked,
+  /// every publication takes the slow path: exactly one notification per checkout that
+  /// wrote, none for B's.
+  @Test func aTrackedContainerIsToldOncePerCheckoutThatWrote() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordTakeDirty]
+    ) {
+      let container = Self.makeContainer()
+      let notifier = CountingNotifier()
+      container.hub.installNotifier {
+        notifier
+      } markObserved: {
+        container.lock.observe()
+      }
+      let look = ScheduleLook()
+      return Scheduler.Run(
+        threads: [
+          {
+            if let writer = container.writer {
+              writer.write += 1
+              writer.write += 1
+            } else {
+              container.writeNext {
+                $0.write += 1
+                $0.write += 1
+              }
+            }
+          },
+          {
+            if let writer = container.writer { look.value = writer.write }
+          },
+          { container.writeNext { $0.write += 1 } },
+        ],
+        check: {
+          if container.read != 3 { return "value \(container.read), not 3" }
+          if notifier.count != 2 {
+            return "\(notifier.count) notifications for 2 checkouts that wrote"
           }
           return Self.isFreeAndEmpty(container)
         })
