@@ -379,3 +379,59 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// Looks by two consumers at once, each collecting the version and then reading, while
+  /// A writes through a proxy and B through a `writeNext` body (each adds 1 twice):
+  /// publications find `pending` set and leave it, collections race. A look whose version
+  /// is the final one must have read the final value (else a write ended unpublished, or
+  /// its publication was folded into a version whose reader missed it), and each
+  /// consumer's versions and values only grow.
+  @Test func twoConsumersCollectingAtOnceMissNoWrite() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let kept = container.changes()
+      let looks = [ScheduleLook(), ScheduleLook()]
+      let seen = [ScheduleLook(), ScheduleLook()]
+      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
+        proxy.write += 1
+        proxy.write += 1
+      }
+      @Sendable func consume(_ index: Int) {
+        for _ in 0..<2 {
+          let version = container.publishedVersion
+          guard case .value(let value) = container.readWhole({ $0 }) else { continue }
+          if version < looks[index].version || value < looks[index].value {
+            seen[index].torn.append(value)
+          }
+          looks[index].version = version
+          looks[index].value = value
+        }
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+          },
+          { container.writeNext(twice) },
+          { consume(0) },
+          { consume(1) },
+        ],
+        check: {
+          withExtendedLifetime(kept) {}
+          if container.read != 4 { return "value \(container.read), not 4" }
+          let final = container.publishedVersion
+          for (index, look) in looks.enumerated() {
+            if !seen[index].torn.isEmpty { return "consumer \(index) went back" }
+            if look.version == final, look.value != 4 {
+              return "consumer \(index) read \(look.value) at the final version \(final)"
+            }
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
