@@ -435,3 +435,49 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// A subscription arrives while a served run holds the checkout: thread A's `writeNext`
+  /// queues behind a held proxy, B releases the proxy and so serves A's write, and C
+  /// subscribes, then looks as a consumer does. Arriving while the checkout is held, the
+  /// subscription counts it as dirty (it may have written unmarked), so a consumer may
+  /// find it half done and wait for its end: that end must publish, even when the
+  /// arrival came after the run last looked for observers and before it released.
+  @Test func aSubscriptionArrivingAsAServedRunReleasesIsPublishedTo() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.wordObserve, .wordRelease, .entryWrite]
+    ) {
+      let container = Self.makeContainer()
+      let held = ScheduleBox(container.writer!)
+      let look = ScheduleLook()
+      let subscription = ScheduleChanges()
+      return Scheduler.Run(
+        threads: [
+          { container.writeNext { $0.write += 1 } },
+          { held.strong = nil },
+          {
+            subscription.changes = container.changes()
+            look.version = container.publishedVersion
+            if case .halfDone = container.readWhole({ $0 }) { look.halfDone += 1 }
+          },
+        ],
+        check: {
+          withExtendedLifetime(subscription) {}
+          if container.read != 1 { return "value \(container.read), not 1" }
+          if look.halfDone != 0, container.publishedVersion == look.version {
+            return "a consumer found the value half done at version \(look.version), and "
+              + "no publication followed: it would sleep for good"
+          }
+          if container.lock.word.isDirty { return "dirty after every checkout ended" }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+/// A `changes()` subscription that a scenario's thread makes.
+final class ScheduleChanges: @unchecked Sendable {
+  // Sendable: the scheduler orders every access, as for ScheduleJournal.
+  var changes: ThreadSafeSingleWriter<Int>.Changes<Int>?
+}
