@@ -481,3 +481,73 @@ final class ScheduleChanges: @unchecked Sendable {
   // Sendable: the scheduler orders every access, as for ScheduleJournal.
   var changes: ThreadSafeSingleWriter<Int>.Changes<Int>?
 }
+
+extension ScheduleScenarioTests {
+  /// What a saver looked at: the versions it collected, each with the value it then read.
+  final class Looks: @unchecked Sendable {
+    // Sendable: the scheduler orders every access, as for ScheduleJournal.
+    var list: [(version: UInt64, value: Int)] = []
+  }
+
+  /// What `saved()` relies on: a writer that ends its checkout and then reads the version
+  /// (as `saved()` does after the caller's write) gets one at which no value without its
+  /// write is delivered. A saver looks twice (collect, then read) while A adds 10 through a
+  /// proxy and B adds 1 through a `writeNext` body, each then reading the version if its
+  /// write is over (B's ran in place): every look at that version or a later one must
+  /// have read a value with that write in it.
+  @Test func aVersionReadAfterAWriteIsNeverDeliveredWithoutIt() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let kept = container.changes()
+      let flushes = [ScheduleLook(), ScheduleLook()]
+      let looks = Looks()
+      return Scheduler.Run(
+        threads: [
+          {
+            if let writer = container.writer {
+              writer.write += 10
+            } else {
+              return
+            }
+            flushes[0].version = container.publishedVersion
+            flushes[0].value = 1
+          },
+          {
+            let me = sw_current_thread()
+            let ranOn = ScheduleLook()
+            container.writeNext {
+              $0.write += 1
+              ranOn.value = Int(bitPattern: sw_current_thread())
+            }
+            guard ranOn.value == Int(bitPattern: me) else { return }
+            flushes[1].version = container.publishedVersion
+            flushes[1].value = 1
+          },
+          {
+            for _ in 0..<2 {
+              let version = container.publishedVersion
+              if case .value(let value) = container.readWhole({ $0 }) {
+                looks.list.append((version, value))
+              }
+            }
+          },
+        ],
+        check: {
+          withExtendedLifetime(kept) {}
+          for (index, flush) in flushes.enumerated() where flush.value > 0 {
+            for look in looks.list where look.version >= flush.version {
+              let has = index == 0 ? look.value >= 10 : look.value % 10 == 1
+              if !has {
+                return "a look at version \(look.version) read \(look.value), without the write "
+                  + "whose writer then read version \(flush.version)"
+              }
+            }
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
