@@ -152,3 +152,402 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// The only subscriber leaves and another arrives (B, as their bookkeeping does it)
+  /// while thread A writes through a proxy it checked out: A's access may find the
+  /// checkout observed by the first, store its `proxy_wrote` mark after the arrival
+  /// cleared stale marks, and end its checkout unobserved (leaving the mark) before the
+  /// arrival sets `observed`. No mark may outlive that end: with the container observed
+  /// again, a later checkout that only reads must publish nothing (a non-`Equatable`
+  /// stream would deliver a spurious element).
+  ///
+  /// Or the first tracked read arrives instead (`tracks`): then the later checkout must
+  /// not notify the Observation module either.
+  @Test(arguments: [false, true])
+  func aMarkNeverOutlivesAnUnobservedEnd(tracks: Bool) {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordUnobserve, .wordObserve, .wordEndCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let kept = container.changes()
+      let notifier = CountingNotifier()
+      return Scheduler.Run(
+        threads: [
+          { if let writer = container.writer { writer.write += 1 } },
+          {
+            // The subscription's own bookkeeping, as the last one leaves and one arrives.
+            container.subscriptionLeft()
+            if tracks {
+              container.hub.installNotifier {
+                notifier
+              } markObserved: {
+                container.lock.observe()
+              }
+            } else {
+              container.subscriptionArrived()
+            }
+          },
+        ],
+        check: {
+          // Before `isFreeAndEmpty`, whose checkout only reads too.
+          let before = (container.publishedVersion, notifier.count)
+          do {
+            guard let writer = container.writer else { return "the writer is still checked out" }
+            _ = writer.write
+          }
+          let after = (container.publishedVersion, notifier.count)
+          withExtendedLifetime(kept) {}
+          if after != before {
+            return
+              "a checkout that only read published (version, notifications \(before) -> \(after))"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// A task iterates `changes()` while every checkout adds 1 twice through a proxy: thread
+  /// A through one it checked out (or a `writeNext` body if the writer is busy), B through
+  /// a `writeNext` body. Publications coalesce into `pending` and the accesses mark
+  /// `proxy_wrote`; the consumer must still get only whole values (even), never go back,
+  /// and get the last one (else it sleeps for good: a deadlock).
+  @Test(arguments: [true, false])
+  func aConsumerGetsEveryWholeValueOfProxyCheckouts(subscribesEarly: Bool) {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    Scheduler.check(
+      pct: 500, exhaustive: 2_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordTakeDirty]
+    ) {
+      let container = Self.makeContainer()
+      let tasks = Tasks()
+      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
+        proxy.write += 1
+        proxy.write += 1
+      }
+      let changes = subscribesEarly ? container.changes() : nil
+      return Scheduler.Run(
+        threads: [
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              for await value in changes ?? container.changes() {
+                tasks.values.append(value)
+                if value == 4 { break }
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+          },
+          { container.writeNext(twice) },
+        ],
+        check: {
+          if tasks.values.last != 4 || tasks.values != tasks.values.sorted()
+            || tasks.values.contains(where: { $0 % 2 != 0 })
+          {
+            return "the consumer saw \(tasks.values)"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// A proxy handed to another thread between its two accesses.
+  final class Handed: @unchecked Sendable {
+    // Sendable: the scheduler orders every access, as for ScheduleJournal.
+    var proxy: ThreadSafeWriterProxy<Int>?
+    var settled = false
+  }
+
+  /// Thread A checks the writer out and adds 1 through the proxy, then hands it to C,
+  /// which adds 1 more and lets it go (its release ends the checkout on C); if the writer
+  /// was busy, A queues a body that adds 2 in two accesses. B queues such a body too. A
+  /// task consuming `changes()` must get only whole values (even), in order, up to 4.
+  @Test func aConsumerNeverSeesHalfOfAHandedProxy() {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+    Scheduler.check(
+      pct: 500, exhaustive: 2_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let tasks = Tasks()
+      let handed = Handed()
+      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
+        proxy.write += 1
+        proxy.write += 1
+      }
+      let changes = container.changes()
+      return Scheduler.Run(
+        threads: [
+          {
+            let executor = ScheduleExecutor()
+            Task(executorPreference: executor) {
+              for await value in changes {
+                tasks.values.append(value)
+                if value == 4 { break }
+              }
+              tasks.finished += 1
+            }
+            executor.run { tasks.finished == 1 }
+          },
+          {
+            if let writer = container.writer {
+              writer.write += 1
+              handed.proxy = writer
+            } else {
+              container.writeNext(twice)
+            }
+            handed.settled = true
+          },
+          {
+            while !handed.settled { sw_yield_thread() }
+            handed.proxy?.write += 1
+            handed.proxy = nil
+          },
+          { container.writeNext(twice) },
+        ],
+        check: {
+          if tasks.values.last != 4 || tasks.values != tasks.values.sorted()
+            || tasks.values.contains(where: { $0 % 2 != 0 })
+          {
+            return "the consumer saw \(tasks.values)"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// Counts notifications, as the Observation module's tracker would get them.
+  final class CountingNotifier: ChangeNotifier, @unchecked Sendable {
+    // Sendable: the scheduler orders every access, as for ScheduleJournal.
+    var count = 0
+    func notifyChange() { count += 1 }
+  }
+
+  /// A tracked container (tracked before the run): A writes twice through a proxy it
+  /// checked out, B checks out and only reads, C's `writeNext` body writes once. Tracked,
+  /// every publication takes the slow path: exactly one notification per checkout that
+  /// wrote, none for B's.
+  @Test func aTrackedContainerIsToldOncePerCheckoutThatWrote() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordTakeDirty]
+    ) {
+      let container = Self.makeContainer()
+      let notifier = CountingNotifier()
+      container.hub.installNotifier {
+        notifier
+      } markObserved: {
+        container.lock.observe()
+      }
+      let look = ScheduleLook()
+      return Scheduler.Run(
+        threads: [
+          {
+            if let writer = container.writer {
+              writer.write += 1
+              writer.write += 1
+            } else {
+              container.writeNext {
+                $0.write += 1
+                $0.write += 1
+              }
+            }
+          },
+          {
+            if let writer = container.writer { look.value = writer.write }
+          },
+          { container.writeNext { $0.write += 1 } },
+        ],
+        check: {
+          if container.read != 3 { return "value \(container.read), not 3" }
+          if notifier.count != 2 {
+            return "\(notifier.count) notifications for 2 checkouts that wrote"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// Looks by two consumers at once, each collecting the version and then reading, while
+  /// A writes through a proxy and B through a `writeNext` body (each adds 1 twice):
+  /// publications find `pending` set and leave it, collections race. A look whose version
+  /// is the final one must have read the final value (else a write ended unpublished, or
+  /// its publication was folded into a version whose reader missed it), and each
+  /// consumer's versions and values only grow.
+  @Test func twoConsumersCollectingAtOnceMissNoWrite() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let kept = container.changes()
+      let looks = [ScheduleLook(), ScheduleLook()]
+      let seen = [ScheduleLook(), ScheduleLook()]
+      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
+        proxy.write += 1
+        proxy.write += 1
+      }
+      @Sendable func consume(_ index: Int) {
+        for _ in 0..<2 {
+          let version = container.publishedVersion
+          guard case .value(let value) = container.readWhole({ $0 }) else { continue }
+          if version < looks[index].version || value < looks[index].value {
+            seen[index].torn.append(value)
+          }
+          looks[index].version = version
+          looks[index].value = value
+        }
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+          },
+          { container.writeNext(twice) },
+          { consume(0) },
+          { consume(1) },
+        ],
+        check: {
+          withExtendedLifetime(kept) {}
+          if container.read != 4 { return "value \(container.read), not 4" }
+          let final = container.publishedVersion
+          for (index, look) in looks.enumerated() {
+            if !seen[index].torn.isEmpty { return "consumer \(index) went back" }
+            if look.version == final, look.value != 4 {
+              return "consumer \(index) read \(look.value) at the final version \(final)"
+            }
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// A subscription arrives while a served run holds the checkout: thread A's `writeNext`
+  /// queues behind a held proxy, B releases the proxy and so serves A's write, and C
+  /// subscribes, then looks as a consumer does. Arriving while the checkout is held, the
+  /// subscription counts it as dirty (it may have written unmarked), so a consumer may
+  /// find it half done and wait for its end: that end must publish, even when the
+  /// arrival came after the run last looked for observers and before it released.
+  @Test func aSubscriptionArrivingAsAServedRunReleasesIsPublishedTo() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.wordObserve, .wordRelease, .entryWrite]
+    ) {
+      let container = Self.makeContainer()
+      let held = ScheduleBox(container.writer!)
+      let look = ScheduleLook()
+      let subscription = ScheduleChanges()
+      return Scheduler.Run(
+        threads: [
+          { container.writeNext { $0.write += 1 } },
+          { held.strong = nil },
+          {
+            subscription.changes = container.changes()
+            look.version = container.publishedVersion
+            if case .halfDone = container.readWhole({ $0 }) { look.halfDone += 1 }
+          },
+        ],
+        check: {
+          withExtendedLifetime(subscription) {}
+          if container.read != 1 { return "value \(container.read), not 1" }
+          if look.halfDone != 0, container.publishedVersion == look.version {
+            return "a consumer found the value half done at version \(look.version), and "
+              + "no publication followed: it would sleep for good"
+          }
+          if container.lock.word.isDirty { return "dirty after every checkout ended" }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
+
+/// A `changes()` subscription that a scenario's thread makes.
+final class ScheduleChanges: @unchecked Sendable {
+  // Sendable: the scheduler orders every access, as for ScheduleJournal.
+  var changes: ThreadSafeSingleWriter<Int>.Changes<Int>?
+}
+
+extension ScheduleScenarioTests {
+  /// What a saver looked at: the versions it collected, each with the value it then read.
+  final class Looks: @unchecked Sendable {
+    // Sendable: the scheduler orders every access, as for ScheduleJournal.
+    var list: [(version: UInt64, value: Int)] = []
+  }
+
+  /// What `saved()` relies on: a writer that ends its checkout and then reads the version
+  /// (as `saved()` does after the caller's write) gets one at which no value without its
+  /// write is delivered. A saver looks twice (collect, then read) while A adds 10 through a
+  /// proxy and B adds 1 through a `writeNext` body, each then reading the version if its
+  /// write is over (B's ran in place): every look at that version or a later one must
+  /// have read a value with that write in it.
+  @Test func aVersionReadAfterAWriteIsNeverDeliveredWithoutIt() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let kept = container.changes()
+      let flushes = [ScheduleLook(), ScheduleLook()]
+      let looks = Looks()
+      return Scheduler.Run(
+        threads: [
+          {
+            if let writer = container.writer {
+              writer.write += 10
+            } else {
+              return
+            }
+            flushes[0].version = container.publishedVersion
+            flushes[0].value = 1
+          },
+          {
+            let me = sw_current_thread()
+            let ranOn = ScheduleLook()
+            container.writeNext {
+              $0.write += 1
+              ranOn.value = Int(bitPattern: sw_current_thread())
+            }
+            guard ranOn.value == Int(bitPattern: me) else { return }
+            flushes[1].version = container.publishedVersion
+            flushes[1].value = 1
+          },
+          {
+            for _ in 0..<2 {
+              let version = container.publishedVersion
+              if case .value(let value) = container.readWhole({ $0 }) {
+                looks.list.append((version, value))
+              }
+            }
+          },
+        ],
+        check: {
+          withExtendedLifetime(kept) {}
+          for (index, flush) in flushes.enumerated() where flush.value > 0 {
+            for look in looks.list where look.version >= flush.version {
+              let has = index == 0 ? look.value >= 10 : look.value % 10 == 1
+              if !has {
+                return "a look at version \(look.version) read \(look.value), without the write "
+                  + "whose writer then read version \(flush.version)"
+              }
+            }
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}

@@ -186,15 +186,16 @@ import Testing
     Event(
       name: "release", allowed: { $0.writer && !$0.writing },
       word: { w in
-        let (n, wake) = w.release()
-        return (n, "wake: \(wake)")
+        let (n, action) = w.release()
+        return (n, "wake: \(action.wake), publish: \(action.publish)")
       },
       model: { m in
         var n = m
         n.writer = false
         n.queued = false
         n.parked = false
-        return (n, "wake: \(m.parked)")
+        n.dirty = false
+        return (n, "wake: \(m.parked), publish: \(m.dirty)")
       }),
     Event(
       name: "park", allowed: { _ in true },

@@ -264,9 +264,9 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
       if pending.pointee.isEmpty {
         batches &+= 1
         let late = batches > 1 && sw_monotonic_ns() > deadline
-        let (next, wake) = lock.withHandOffLock {
+        let (next, released) = lock.withHandOffLock {
           let next = handOff.pointee.nextBatch(into: &pending.pointee, late: late)
-          guard case .release = next else { return (next, false) }
+          guard case .release = next else { return (next, (wake: false, publish: false)) }
           assert(sw_uptr_load(lock.checkoutThread) != scoped(me), "a closure's mark outlived it")
           lock.openGateIfClosed()
           return (next, lock.release())
@@ -274,7 +274,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         switch next {
         case .run: break
         case .release:
-          if wake { lock.unpark() }
+          // Dirty only if an observer arrived since the look above: it found the checkout
+          // held, which counts as written. Published after the release, as a one-step end.
+          if released.publish { hub.publish() }
+          if released.wake { lock.unpark() }
           return
         case .handOver(let successor):
           lock.openGateIfClosed()

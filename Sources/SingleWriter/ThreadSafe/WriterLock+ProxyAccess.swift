@@ -114,9 +114,17 @@ extension WriterLock {
   /// counts as dirty (`WriterWord.observe`). If nobody observed, a mark left by a
   /// checkout that ended unobserved is cleared first: no access marks while unobserved,
   /// no consumer reads the mark, and a checkout held at the exchange is dirty anyway.
+  ///
+  /// Cleared again whenever the word moved before the exchange: an access that found the
+  /// last observer still there may store its mark after a clear, and its checkout end
+  /// unobserved before the exchange, which would leave the mark to a later checkout that
+  /// only read. Its end moves the word (read with acquire, so the clear follows its mark).
   func observe() {
-    if !word.isObserved { sw_store_relaxed(proxyWrote, 0) }
-    update { $0.observe() }
+    while true {
+      let seen = WriterWord(raw: sw_load_acquire(state))
+      if !seen.isObserved { sw_store_relaxed(proxyWrote, 0) }
+      if tryUpdate(from: seen, { ($0.observe(), ()) }) != nil { return }
+    }
   }
 
   /// Begins an access through a proxy, waiting for readers, a closure write or commit,

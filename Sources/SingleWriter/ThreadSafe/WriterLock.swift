@@ -147,9 +147,9 @@ struct WriterLock {
     return update { ($0.enqueue()) }.unsafelyUnwrapped.action
   }
 
-  /// Under the hand-off's lock, with the queue empty: frees the checkout. Returns `true` if
-  /// a parked `withWriter` must be woken.
-  @inlinable func release() -> Bool {
+  /// Under the hand-off's lock, with the queue empty: frees the checkout. Returns whether
+  /// a parked `withWriter` must be woken, and whether the checkout was dirty, to publish.
+  @inlinable func release() -> (wake: Bool, publish: Bool) {
     sw_store_release(queuedHint, 0)
     return update { $0.release() }.unsafelyUnwrapped.action
   }

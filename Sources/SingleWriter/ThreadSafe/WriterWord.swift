@@ -210,13 +210,17 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     return (next.proposing(isCheckedOut ? .wordEnqueue : .wordEnqueueTakesTheWriter), !isCheckedOut)
   }
 
-  /// The holder frees the checkout with the hand-off empty, under its lock. `true`: a
-  /// parked `withWriter` must be woken.
-  @inlinable func release() -> (WriterWord, Bool) {
+  /// The holder frees the checkout with the hand-off empty, under its lock. `wake`: a
+  /// parked `withWriter` must be woken. `publish`: `dirty` was set, and is cleared, as
+  /// every end of a checkout clears it: an observer that arrived after the holder last
+  /// published counts the checkout as dirty, and a consumer may wait for its end.
+  @inlinable func release() -> (WriterWord, (wake: Bool, publish: Bool)) {
     assert(isCheckedOut && !isWriting, "release without the checkout")
-    let cleared = WriterWord.writer | WriterWord.queued | WriterWord.parked
+    let cleared = WriterWord.writer | WriterWord.queued | WriterWord.parked | WriterWord.dirty
     let next = WriterWord(raw: raw & ~cleared)
-    return (next.proposing(hasParked ? .wordReleaseWakesParked : .wordRelease), hasParked)
+    return (
+      next.proposing(hasParked ? .wordReleaseWakesParked : .wordRelease), (hasParked, isDirty)
+    )
   }
 
   /// A `withWriter` that waited is about to park: asks the checkout's end to wake it.
