@@ -154,6 +154,12 @@ final class ChangeHub: @unchecked Sendable {
   /// sleep before it is seen here.
   @inlinable func publish() {
     if ChangeHubWord(raw: sw_u64_load_seq_cst(word)).absorbsPublication { return }
+    markPending()
+  }
+
+  /// `publish` past its load: sets `pending`, and notifies or wakes if it must. Out of
+  /// line: once per batch that a consumer looks at, and the callers are hot paths.
+  @usableFromInline @inline(never) func markPending() {
     let old = apply(ChangeHubWord.publication) { $0.publish() }
     if old.publicationIsSlow { publishSlow(old) }
   }
@@ -161,6 +167,10 @@ final class ChangeHub: @unchecked Sendable {
   /// `publish` for a ``SingleWriter``'s hub, through `applyConfined`.
   @inlinable func publishConfined() {
     if ChangeHubWord(raw: sw_u64_load_relaxed(word)).absorbsPublication { return }
+    markPendingConfined()
+  }
+
+  @usableFromInline @inline(never) func markPendingConfined() {
     let old = applyConfined(ChangeHubWord.publication) { $0.publish() }
     if old.publicationIsSlow { publishSlow(old) }
   }
