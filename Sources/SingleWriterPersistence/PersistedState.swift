@@ -35,8 +35,9 @@ import SingleWriter
 /// that records it in the state makes a change whose save fails alike, without end.
 ///
 /// Saving goes on while ``state`` lives, even if this object is released first, and ends
-/// with a save of the value the container was freed with, if it had not been saved. That
-/// save runs in the background, as every save does: a process that exits right after
+/// with a save of the value the container was freed with, if it had not been saved, at
+/// most `minimumSaveInterval` after the save before it began. That save runs in the
+/// background, as every save does: a process that exits right after
 /// dropping the store can stop before it, so await ``saved()`` first.
 public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// The container: read and write it as usual; every change is saved.

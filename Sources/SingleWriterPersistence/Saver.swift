@@ -94,11 +94,13 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
         return rests
       }
       guard let number else { return rest.resume() }
+      // Past about 292 years in nanoseconds, only a flush ends the rest.
       let (seconds, attoseconds) = duration.components
-      let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-      queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
-        self.endRest(number)
-      }
+      let deadline: DispatchTime =
+        seconds < Int64.max / 1_000_000_000
+        ? .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        : .distantFuture
+      queue.asyncAfter(deadline: deadline) { self.endRest(number) }
     }
   }
 

@@ -6,7 +6,7 @@ import Testing
 /// Promise 2, out of the way: a stream of changes is saved at most once per
 /// `minimumSaveInterval`, a change after a quiet spell at once, and `saved()` never waits
 /// for the interval.
-@Suite(.timeLimit(.minutes(1))) struct SaveIntervalTests {
+@Suite struct SaveIntervalTests {
   func store(
     _ encoder: RecordingEncoder<Int>, interval: Duration
   ) throws -> PersistedState<Int> {
@@ -21,9 +21,9 @@ import Testing
     let store = try store(encoder, interval: .seconds(3_600))
     store.state.writeNext { $0.write = 1 }
     // No `saved()`: a change after a quiet spell does not wait.
-    await waitUntil { encoder.encoded.current == [1] }
+    try await waitUntil { encoder.encoded.current == [1] }
     // Then the saver rests for its hour, and only a flush can end that.
-    await waitUntil { store.saverIsResting }
+    try await waitUntil { store.saverIsResting }
     store.state.writeNext { $0.write = 2 }
     store.state.withWriter { $0 = 3 }
     #expect(store.saverIsResting)
@@ -42,7 +42,7 @@ import Testing
     store.state.writeNext { $0.write = 2 }
     // The flush comes while the save of 1 runs: the saver must not rest before saving 2.
     let flushed = Task { try await store.saved() }
-    await waitUntil { store.flushesWaiting == 1 }
+    try await waitUntil { store.flushesWaiting == 1 }
     encoder.release()
     try await flushed.value
     #expect(encoder.encoded.current == [1, 2])
@@ -57,7 +57,7 @@ import Testing
     store.state.writeNext { $0.write = 2 }
     encoder.release()
     // No `saved()`: with an interval, 2 would wait for it.
-    await waitUntil { encoder.encoded.current == [1, 2] }
+    try await waitUntil { encoder.encoded.current == [1, 2] }
     #expect(!store.saverIsResting)
   }
 
@@ -71,7 +71,8 @@ import Testing
   }
 }
 
-/// Polls `condition` until it holds; a hang shows as the test's own time limit.
-private func waitUntil(_ condition: @escaping @Sendable () -> Bool) async {
-  while !condition() { try? await Task.sleep(nanoseconds: 1_000_000) }
+/// Polls `condition` until it holds, or throws once the test is cancelled: a poll that
+/// ignored cancellation would spin without end.
+private func waitUntil(_ condition: @escaping @Sendable () -> Bool) async throws {
+  while !condition() { try await Task.sleep(nanoseconds: 1_000_000) }
 }

@@ -104,6 +104,21 @@ final class ScheduleLook: @unchecked Sendable {
 }
 
 extension ScheduleScenarioTests {
+  /// One change made by two accesses through `proxy`: a consumer that reads between them
+  /// sees an odd value.
+  @Sendable static func addTwice(_ proxy: ThreadSafeWriterProxy<Int>) {
+    proxy.write += 1
+    proxy.write += 1
+  }
+
+  /// `addTwice` through a proxy checked out here, or, if the writer is busy, a queued
+  /// `writeNext` body's.
+  static func addTwiceThroughAProxy(_ container: Container) {
+    if let writer = container.writer { addTwice(writer) } else { container.writeNext(addTwice) }
+  }
+}
+
+extension ScheduleScenarioTests {
   /// Two accesses through a proxy make one change: a consumer must never read between
   /// them. Thread A checks the writer out and adds 1 twice through it, or, if it is busy,
   /// queues a `writeNext` body that does; B queues such a body too, so that A's end may
@@ -118,16 +133,12 @@ extension ScheduleScenarioTests {
       let container = Self.makeContainer()
       let kept = container.changes()
       let look = ScheduleLook()
-      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
-        proxy.write += 1
-        proxy.write += 1
-      }
       return Scheduler.Run(
         threads: [
           {
-            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+            Self.addTwiceThroughAProxy(container)
           },
-          { container.writeNext(twice) },
+          { container.writeNext(Self.addTwice) },
           {
             for _ in 0..<2 {
               switch container.readWhole({ $0 }) {
@@ -224,10 +235,6 @@ extension ScheduleScenarioTests {
     ) {
       let container = Self.makeContainer()
       let tasks = Tasks()
-      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
-        proxy.write += 1
-        proxy.write += 1
-      }
       let changes = subscribesEarly ? container.changes() : nil
       return Scheduler.Run(
         threads: [
@@ -243,9 +250,9 @@ extension ScheduleScenarioTests {
             executor.run { tasks.finished == 1 }
           },
           {
-            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+            Self.addTwiceThroughAProxy(container)
           },
-          { container.writeNext(twice) },
+          { container.writeNext(Self.addTwice) },
         ],
         check: {
           if tasks.values.last != 4 || tasks.values != tasks.values.sorted()
@@ -280,10 +287,6 @@ extension ScheduleScenarioTests {
       let container = Self.makeContainer()
       let tasks = Tasks()
       let handed = Handed()
-      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
-        proxy.write += 1
-        proxy.write += 1
-      }
       let changes = container.changes()
       return Scheduler.Run(
         threads: [
@@ -303,7 +306,7 @@ extension ScheduleScenarioTests {
               writer.write += 1
               handed.proxy = writer
             } else {
-              container.writeNext(twice)
+              container.writeNext(Self.addTwice)
             }
             handed.settled = true
           },
@@ -312,7 +315,7 @@ extension ScheduleScenarioTests {
             handed.proxy?.write += 1
             handed.proxy = nil
           },
-          { container.writeNext(twice) },
+          { container.writeNext(Self.addTwice) },
         ],
         check: {
           if tasks.values.last != 4 || tasks.values != tasks.values.sorted()
@@ -355,13 +358,9 @@ extension ScheduleScenarioTests {
         threads: [
           {
             if let writer = container.writer {
-              writer.write += 1
-              writer.write += 1
+              Self.addTwice(writer)
             } else {
-              container.writeNext {
-                $0.write += 1
-                $0.write += 1
-              }
+              container.writeNext(Self.addTwice)
             }
           },
           {
@@ -396,10 +395,6 @@ extension ScheduleScenarioTests {
       let kept = container.changes()
       let looks = [ScheduleLook(), ScheduleLook()]
       let seen = [ScheduleLook(), ScheduleLook()]
-      @Sendable func twice(_ proxy: ThreadSafeWriterProxy<Int>) {
-        proxy.write += 1
-        proxy.write += 1
-      }
       @Sendable func consume(_ index: Int) {
         for _ in 0..<2 {
           let version = container.publishedVersion
@@ -414,9 +409,9 @@ extension ScheduleScenarioTests {
       return Scheduler.Run(
         threads: [
           {
-            if let writer = container.writer { twice(writer) } else { container.writeNext(twice) }
+            Self.addTwiceThroughAProxy(container)
           },
-          { container.writeNext(twice) },
+          { container.writeNext(Self.addTwice) },
           { consume(0) },
           { consume(1) },
         ],

@@ -227,19 +227,30 @@ print()
 
 // MARK: Time from a write to its save
 
+/// Another thread writing `store` as fast as it can, from its start until `stop()`.
+final class Storm: Sendable {
+  let stopped = Locked(false)
+  let done = DispatchSemaphore(value: 0)
+
+  init(_ store: PersistedState<Settings>) {
+    Thread.detachNewThread { [stopped, done] in
+      while !stopped.value { store.state.writeNext { $0.write.fontSize &+= 1 } }
+      done.signal()
+    }
+  }
+
+  func stop() {
+    stopped.value = true
+    done.wait()
+  }
+}
+
 /// `options.samples` times: one write, then `saved()`; while `storm`, another thread
 /// writes as fast as it can throughout.
 /// Also returns the process CPU time per sample (write, save, flush), quiet only.
 func writeToSave(storm: Bool) async throws -> (samples: [UInt64], cpu: Double) {
   let store = try makeStore(SaveCounter())
-  let stop = Locked(false)
-  let stormDone = DispatchSemaphore(value: 0)
-  if storm {
-    Thread.detachNewThread {
-      while !stop.value { store.state.writeNext { $0.write.fontSize &+= 1 } }
-      stormDone.signal()
-    }
-  }
+  let writer = storm ? Storm(store) : nil
   var samples: [UInt64] = []
   let cpu = processCPU()
   for sample in 1...options.samples {
@@ -252,10 +263,7 @@ func writeToSave(storm: Bool) async throws -> (samples: [UInt64], cpu: Double) {
     precondition(saved.counter >= sample, "saved() returned before its write was saved")
   }
   let cpuPerSample = (processCPU() - cpu) / Double(options.samples)
-  if storm {
-    stop.value = true
-    stormDone.wait()
-  }
+  writer?.stop()
   return (samples, cpuPerSample)
 }
 
@@ -266,14 +274,7 @@ func writeToSave(storm: Bool) async throws -> (samples: [UInt64], cpu: Double) {
 func writeToBackgroundSave(storm: Bool) async throws -> [UInt64] {
   let counter = SaveCounter()
   let store = try makeStore(counter)
-  let stop = Locked(false)
-  let stormDone = DispatchSemaphore(value: 0)
-  if storm {
-    Thread.detachNewThread {
-      while !stop.value { store.state.writeNext { $0.write.fontSize &+= 1 } }
-      stormDone.signal()
-    }
-  }
+  let writer = storm ? Storm(store) : nil
   var samples: [UInt64] = []
   for sample in 1...options.samples {
     if !storm { try await Task.sleep(for: .milliseconds(11)) }
@@ -282,10 +283,7 @@ func writeToBackgroundSave(storm: Bool) async throws -> [UInt64] {
     while counter.newestCounter < sample { await Task.yield() }
     samples.append(now() - start)
   }
-  if storm {
-    stop.value = true
-    stormDone.wait()
-  }
+  writer?.stop()
   try await store.saved()
   return samples
 }
