@@ -77,7 +77,8 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
       let clock = ContinuousClock()
       while let value = await iterator.next() {
         let started = clock.now
-        await saver.save(value, version: iterator.deliveredVersion)
+        // No rest after a value the disk has already (the first, the one loaded).
+        guard await saver.save(value, version: iterator.deliveredVersion) else { continue }
         await saver.rest(for: saver.interval - started.duration(to: clock.now))
       }
     }
@@ -117,16 +118,17 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
     rest?.resume()
   }
 
-  /// Saves `value` on the queue and returns when done, unless the disk has it already
-  /// (the first value delivered is the one loaded).
-  func save(_ value: Value, version: UInt64) async {
-    guard lock.withLock({ !Self.isAtLeast(savedVersion, version) }) else { return }
+  /// Saves `value` on the queue and returns `true` when done, unless the disk has it
+  /// already (the first value delivered is the one loaded): then `false`, at once.
+  @discardableResult func save(_ value: Value, version: UInt64) async -> Bool {
+    guard lock.withLock({ !Self.isAtLeast(savedVersion, version) }) else { return false }
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
       queue.async {
         self.write(value, version: version)
         done.resume()
       }
     }
+    return true
   }
 
   /// On the queue: encodes and writes `value`, unless a newer one is on disk already, and

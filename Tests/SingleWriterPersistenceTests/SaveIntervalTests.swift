@@ -33,6 +33,20 @@ import Testing
     #expect(try decoded(Int.self, at: store.file) == 3)
   }
 
+  @Test func theLoadedValueStartsNoRest() async throws {
+    // The saver's first value is the one loaded, which the disk has: it saves nothing,
+    // and must not rest either, else the first change waits out the interval.
+    let encoder = RecordingEncoder<Int>()
+    let store = try store(encoder, interval: .seconds(3_600))
+    // Give the saver time to take that first value (if it has not, this passes anyway).
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(!store.saverIsResting)
+    store.state.writeNext { $0.write = 1 }
+    // A saver that rests now has saved 1 first, unless it rested before the change.
+    try await waitUntil { encoder.encoded.current == [1] || store.saverIsResting }
+    #expect(encoder.encoded.current == [1])
+  }
+
   @Test func aFlushDuringASaveIsNotHeldUpByTheRestAfterIt() async throws {
     let encoder = RecordingEncoder<Int>()
     let store = try store(encoder, interval: .seconds(3_600))
