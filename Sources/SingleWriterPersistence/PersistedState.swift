@@ -109,7 +109,8 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
     minimumSaveInterval: Duration = .milliseconds(10),
     onSaveFailure: (@Sendable (PersistenceError) -> Void)? = nil
   ) throws {
-    precondition(minimumSaveInterval >= .zero, "a negative minimumSaveInterval")
+    // fatalError, not precondition: its message is kept in optimized builds too.
+    if minimumSaveInterval < .zero { fatalError("a negative minimumSaveInterval") }
     // Misuse, reported before anything is fetched: a web address would be downloaded
     // here, and its path on this disk written by every save.
     guard file.isFileURL else {
