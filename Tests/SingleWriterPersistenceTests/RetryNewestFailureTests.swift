@@ -40,7 +40,7 @@ import Testing
       second.wait()
     }
     let older = Task { try await saver.flush(through: 1) }
-    await waitUntil { saver.lock.withLock { saver.retrying } }
+    try await waitUntil { saver.lock.withLock { saver.retrying } }
     failing.withLock { $0 = [2] }
     first.signal()  // the save of 2 fails, and fails the flush of 1 with it
     await #expect(throws: PersistenceError.self) { try await older.value }
@@ -54,7 +54,7 @@ import Testing
     // The disk is back; a flush of 2 finds the retry of 1 queued.
     failing.withLock { $0 = [] }
     let newer = Task { try await saver.flush(through: 2) }
-    await waitUntil { saver.lock.withLock { saver.flushes.count == 1 } }
+    try await waitUntil { saver.lock.withLock { saver.flushes.count == 1 } }
     second.signal()
     let finished = await finishes(within: 60) { try await newer.value }
     #expect(finished, "the flush of 2 waited for a retry of 1, and hung")
@@ -64,11 +64,6 @@ import Testing
 
 /// The error the test's encoder throws.
 private struct Refused: Error {}
-
-/// Polls `condition` until it holds; a hang shows as the test's own watchdog.
-private func waitUntil(_ condition: @escaping @Sendable () -> Bool) async {
-  while !condition() { try? await Task.sleep(nanoseconds: 1_000_000) }
-}
 
 /// Whether `body` returns within `seconds`: a watchdog for a hang, not a timing bound.
 /// Neither task is awaited, so a `body` that never returns does not hang the test.

@@ -33,6 +33,17 @@ import Testing
     #expect(try decoded(Int.self, at: store.file) == 3)
   }
 
+  @Test func aChangeDuringTheRestIsSavedWhenItEndsWithNoFlush() async throws {
+    // The rest's own timer, with no `saved()` to end it: the change made during it is
+    // saved once it is over. (A save slower than the interval rests not at all.)
+    let encoder = RecordingEncoder<Int>()
+    let store = try store(encoder, interval: .milliseconds(300))
+    store.state.writeNext { $0.write = 1 }
+    try await waitUntil { encoder.encoded.current == [1] }
+    store.state.writeNext { $0.write = 2 }
+    try await waitUntil { encoder.encoded.current == [1, 2] }
+  }
+
   @Test func theLoadedValueStartsNoRest() async throws {
     // The saver's first value is the one loaded, which the disk has: it saves nothing,
     // and must not rest either, else the first change waits out the interval.
@@ -83,10 +94,4 @@ import Testing
     }
     #expect(standardError(result).contains("negative minimumSaveInterval"))
   }
-}
-
-/// Polls `condition` until it holds, or throws once the test is cancelled: a poll that
-/// ignored cancellation would spin without end.
-private func waitUntil(_ condition: @escaping @Sendable () -> Bool) async throws {
-  while !condition() { try await Task.sleep(nanoseconds: 1_000_000) }
 }

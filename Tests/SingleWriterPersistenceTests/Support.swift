@@ -50,6 +50,23 @@ func decoded<Value: Decodable>(_ type: Value.Type, at url: URL) throws -> Value 
   try JSONDecoder().decode(type, from: Data(contentsOf: url))
 }
 
+/// Polls `condition` every millisecond until it holds. Counted in polls, not wall time, so
+/// that a loaded machine stalls the poller and what it waits for alike; after `seconds`
+/// of them it records an issue and returns, so a hang fails its test instead of the run.
+/// Throws once the test is cancelled: a poll that ignored that would spin without end.
+func waitUntil(
+  atMost seconds: Int = 120, sourceLocation: SourceLocation = #_sourceLocation,
+  _ condition: @escaping @Sendable () -> Bool
+) async throws {
+  for _ in 0..<seconds * 1_000 {
+    if condition() { return }
+    try await Task.sleep(nanoseconds: 1_000_000)
+  }
+  if !condition() {
+    Issue.record("still not so after \(seconds) s of polls", sourceLocation: sourceLocation)
+  }
+}
+
 /// The names in `folder`.
 func names(in folder: URL) -> [String] {
   ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
