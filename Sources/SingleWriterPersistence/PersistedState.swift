@@ -137,7 +137,7 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
     saver = Saver(
       file: stateFile, version: state.publishedVersion, interval: minimumSaveInterval,
       encode: encode, onFailure: onSaveFailure)
-    Saver.run(saver, changes)
+    Saver.run(saver, changes, of: state)
   }
 
   /// Returns once every write made before the call is on disk; throws the

@@ -67,19 +67,41 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
   /// since the first began, unless a flush waits: a change after a quiet spell is saved
   /// at once, and a stream of changes costs at most one save per interval. Ends when the
   /// container is freed, after saving the value it was freed with.
+  ///
+  /// A rest after a save that writes outran is taken unsubscribed, so that the writes
+  /// that go on meanwhile cost what unobserved ones do; then the saver subscribes again
+  /// and saves the value it finds. Those writes move no version, yet none is lost: the
+  /// look that found the save outrun moved the version past the value saved (collecting
+  /// the outrunning writes' publication), and every value delivered after the rest has
+  /// that version or a newer one, so it is saved, and a `saved()` during the rest waits
+  /// for it. The rest holds the container, so that one freed meanwhile still has its last
+  /// value saved.
   static func run(
-    _ saver: Saver, _ changes: sending ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator
+    _ saver: Saver, _ changes: sending ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator,
+    of state: ThreadSafeSingleWriter<Value>
   ) {
     // The iterator is made by the caller, before the task runs: one made after the
     // container is freed ends at once, and would not save the value it was freed with.
-    Task.detached {
-      var iterator = changes
+    // Boxed, so that the task's closure does not keep that subscription through a rest
+    // taken unsubscribed.
+    let first = FirstIterator(changes)
+    Task.detached { [weak state] in
+      var iterator = first.take()
       let clock = ContinuousClock()
-      while let value = await iterator.next() {
+      while let value = await iterator?.next() {
         let started = clock.now
+        let delivered = iterator.unsafelyUnwrapped.deliveredVersion
         // No rest after a value the disk has already (the first, the one loaded).
-        guard await saver.save(value, version: iterator.deliveredVersion) else { continue }
-        await saver.rest(for: saver.interval - started.duration(to: clock.now))
+        guard await saver.save(value, version: delivered) else { continue }
+        let rest = saver.interval - started.duration(to: clock.now)
+        guard rest > .zero, let container = state, container.publishedVersion != delivered
+        else {
+          await saver.rest(for: rest)
+          continue
+        }
+        iterator = nil
+        await saver.rest(for: rest)
+        iterator = container.changes().makeAsyncIterator()
       }
     }
   }
@@ -228,5 +250,21 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
       _ = self?.lock.withLock { self?.failureStreams.removeValue(forKey: id) }
     }
     return stream
+  }
+}
+
+/// The saver's first iterator, made by `PersistedState.init`, for its task to take.
+private final class FirstIterator<Value: Sendable>: @unchecked Sendable {
+  // Sendable: `iterator` is set once here and taken once, by the saver's task, which
+  // starts after this is made.
+  private var iterator: ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator?
+
+  init(_ iterator: sending ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator) {
+    self.iterator = iterator
+  }
+
+  func take() -> ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator? {
+    defer { iterator = nil }
+    return iterator
   }
 }

@@ -64,28 +64,3 @@ import Testing
 
 /// The error the test's encoder throws.
 private struct Refused: Error {}
-
-/// Whether `body` returns within `seconds`: a watchdog for a hang, not a timing bound.
-/// Neither task is awaited, so a `body` that never returns does not hang the test.
-private func finishes(
-  within seconds: UInt64, _ body: @escaping @Sendable () async throws -> Void
-) async -> Bool {
-  let answered = Locked(false)
-  return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-    @Sendable func answer(_ finished: Bool) {
-      if answered.withLock({ done in
-        defer { done = true }; return !done
-      }) {
-        continuation.resume(returning: finished)
-      }
-    }
-    Task {
-      _ = try? await body()
-      answer(true)
-    }
-    Task {
-      try? await Task.sleep(nanoseconds: seconds * 1_000_000_000)
-      answer(false)
-    }
-  }
-}

@@ -67,6 +67,31 @@ func waitUntil(
   }
 }
 
+/// Whether `body` returns within `seconds`: a watchdog for a hang, not a timing bound.
+/// Neither task is awaited, so a `body` that never returns does not hang the test.
+func finishes(
+  within seconds: UInt64, _ body: @escaping @Sendable () async throws -> Void
+) async -> Bool {
+  let answered = Locked(false)
+  return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+    @Sendable func answer(_ finished: Bool) {
+      if answered.withLock({ done in
+        defer { done = true }; return !done
+      }) {
+        continuation.resume(returning: finished)
+      }
+    }
+    Task {
+      _ = try? await body()
+      answer(true)
+    }
+    Task {
+      try? await Task.sleep(nanoseconds: seconds * 1_000_000_000)
+      answer(false)
+    }
+  }
+}
+
 /// The names in `folder`.
 func names(in folder: URL) -> [String] {
   ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()

@@ -46,7 +46,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
   var subscriberCount: Int { hub.withLock { hub.subscriptions } }
 
   /// Whether checkout ends publish; for tests.
-  var isObserved: Bool { lock.word.isObserved }
+  package var isObserved: Bool { lock.word.isObserved }
 }
 
 extension ThreadSafeSingleWriter where Value: Sendable {
