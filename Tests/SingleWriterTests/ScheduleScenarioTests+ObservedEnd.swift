@@ -546,3 +546,71 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// The first subscriber arrives (B, as its bookkeeping does it, then a consumer's look:
+  /// the version, then the value, twice) while thread A holds a proxy it checked out with
+  /// nobody observing, and either adds 1 twice through it or only reads. Accesses mark
+  /// `proxy_wrote` observed or not, so the arrival guesses nothing: the consumer never
+  /// reads half a checkout, finds the value half done only if the checkout wrote (a
+  /// checkout that only read held up `saved()` when an arrival counted every held
+  /// checkout as dirty), and a look whose value was not the last sees the version move.
+  @Test(arguments: [false, true])
+  func anArrivalMidCheckoutFindsItHalfDoneOnlyIfItWrote(writes: Bool) {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.wordObserve, .wordEndObservedCheckout]
+    ) {
+      let container = Self.makeContainer()
+      let looks = [ScheduleLook(), ScheduleLook()]
+      return Scheduler.Run(
+        threads: [
+          {
+            guard let writer = container.writer else { return }
+            if writes {
+              Self.addTwice(writer)
+            } else {
+              _ = writer.write
+              _ = writer.write
+            }
+          },
+          {
+            container.subscriptionArrived()
+            for look in looks {
+              look.version = container.publishedVersion
+              switch container.readWhole({ $0 }) {
+              case .value(let value):
+                look.value = value
+                if value % 2 != 0 { look.torn.append(value) }
+              case .halfDone: look.halfDone += 1
+              case .gone: break
+              }
+            }
+          },
+        ],
+        check: {
+          defer { container.subscriptionLeft() }
+          let final = writes ? 2 : 0
+          if container.read != final { return "value \(container.read), not \(final)" }
+          for look in looks {
+            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
+            if !writes, look.halfDone != 0 {
+              return "a checkout that only read was taken for half done"
+            }
+            if look.halfDone == 0, look.value != final,
+              container.publishedVersion == look.version
+            {
+              return "read \(look.value) at version \(look.version), and it never moved"
+            }
+            if look.halfDone != 0, container.publishedVersion == look.version {
+              return "found half done at version \(look.version), and it never moved"
+            }
+          }
+          if sw_load_relaxed(container.lock.proxyWrote) != 0 {
+            return "proxy_wrote left set after the checkout ended"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}

@@ -221,8 +221,7 @@ import Testing
       word: { ($0.observe(), "") },
       model: { m in
         var n = m
-        n.observed = true
-        n.dirty = m.dirty || m.writer  // a held checkout may have written unmarked
+        n.observed = true  // a held checkout's accesses marked `proxy_wrote` already
         return (n, "")
       }),
     Event(

@@ -260,6 +260,10 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         sw_uptr_store(lock.checkoutThread, scoped(me))
         publishIfDirty()
         sw_uptr_store(lock.checkoutThread, 0)
+      } else {
+        // The entry that ran is whole: its mark must not pass to what runs next, or to
+        // whoever is handed the checkout.
+        _ = lock.takeProxyWrote()
       }
       if pending.pointee.isEmpty {
         batches &+= 1
@@ -274,8 +278,7 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
         switch next {
         case .run: break
         case .release:
-          // Dirty only if an observer arrived since the look above: it found the checkout
-          // held, which counts as written. Published after the release, as a one-step end.
+          // Published after the release, as a one-step end.
           if released.publish { hub.publish() }
           if released.wake { lock.unpark() }
           return

@@ -12,7 +12,7 @@ import SingleWriterAtomics
 // | A begins | exchange `proxy_access` 0 -> 1, then load `state` | admitted if checked out, no `writing` and no readers; else it steps back |
 // | A steps back | store 0 to `proxy_access`, wake its sleepers | waits on `state` for the readers or `writing` it saw, then begins again |
 // | A ends | store 0 to `proxy_access`, then look for sleepers | wakes them if any |
-// | A, admitted to an observed checkout | store 1 to `proxy_wrote`, before it writes | the checkout's end takes it and publishes |
+// | A is admitted | store 1 to `proxy_wrote`, before it writes | the checkout's end takes it, and publishes if observed |
 // | R begins | take a slot in `state`, then load `proxy_access` | reads if 0; else keeps its slot and sleeps until it clears |
 //
 // Each side writes its own word with a sequentially consistent operation and then loads
@@ -41,7 +41,7 @@ extension WriterLock {
   @inlinable var isProxyAccessed: Bool { sw_load_acquire(proxyAccess) != 0 }
 
   /// One attempt to begin an access through a proxy: takes `proxy_access`, then checks
-  /// the state word. `true`: admitted, and marked written if observed. `false`: nothing
+  /// the state word. `true`: admitted, and the checkout marked written. `false`: nothing
   /// held.
   @inlinable @inline(__always) func tryBeginProxyAccess() -> Bool {
     guard sw_cas_value(proxyAccess, 0, 1) == 0 else { return false }
@@ -49,16 +49,18 @@ extension WriterLock {
   }
 
   /// With `proxy_access` taken and the state word `found` after it: admits the access
-  /// (marking an observed checkout written first, in `proxy_wrote`), or steps back. The
-  /// mark is a plain store: a consumer that takes a reader slot after this access began
-  /// finds `proxy_access` taken, and waits for its end, whose release store carries the
-  /// mark; one that took its slot before makes this access step back.
+  /// (marking the checkout written first, in `proxy_wrote`), or steps back. The mark is a
+  /// plain store: a consumer that takes a reader slot after this access began finds
+  /// `proxy_access` taken, and waits for its end, whose release store carries the mark;
+  /// one that took its slot before makes this access step back. Marked observed or not:
+  /// an observer that arrives during the checkout learns from the mark alone whether the
+  /// value may be half done.
   @inlinable @inline(__always) func admitProxyAccess(_ found: WriterWord) -> Bool {
     guard found.admitsProxyAccess else {
       stepBack()
       return false
     }
-    if found.isObserved { sw_store_relaxed(proxyWrote, 1) }
+    sw_store_relaxed(proxyWrote, 1)
     TransitionRow.proxyAccessBegin.reached()
     return true
   }
@@ -84,9 +86,10 @@ extension WriterLock {
 
   @usableFromInline func wakeProxyAccessSleepers() { sw_wake_all(proxyAccess) }
 
-  /// Whether an access through a proxy to an observed checkout has begun since the last
-  /// call; clears the mark. Only by the checkout's holder, as it ends the checkout or
-  /// publishes a served batch, after every access it made.
+  /// Whether an access through a proxy has begun since the last call; clears the mark.
+  /// Only by the checkout's holder, as it ends the checkout or publishes a served entry,
+  /// after every access it made: every end of a checkout takes it, so it never outlives
+  /// the checkout that made it.
   @inlinable @inline(__always) func takeProxyWrote() -> Bool {
     guard sw_load_relaxed(proxyWrote) != 0 else { return false }
     sw_store_relaxed(proxyWrote, 0)
@@ -110,21 +113,11 @@ extension WriterLock {
     update { $0.isObserved && !$0.isDirty ? $0.markingDirty() : nil }
   }
 
-  /// An observer arrives, under the hub's lock: `observed`, and a checkout held now
-  /// counts as dirty (`WriterWord.observe`). If nobody observed, a mark left by a
-  /// checkout that ended unobserved is cleared first: no access marks while unobserved,
-  /// no consumer reads the mark, and a checkout held at the exchange is dirty anyway.
-  ///
-  /// Cleared again whenever the word moved before the exchange: an access that found the
-  /// last observer still there may store its mark after a clear, and its checkout end
-  /// unobserved before the exchange, which would leave the mark to a later checkout that
-  /// only read. Its end moves the word (read with acquire, so the clear follows its mark).
+  /// An observer arrives, under the hub's lock: `observed`. A checkout held now needs no
+  /// mark of its own: its accesses marked `proxy_wrote` unobserved too, so a consumer
+  /// finds its value half done only if it has written, and its end publishes then.
   func observe() {
-    while true {
-      let seen = WriterWord(raw: sw_load_acquire(state))
-      if !seen.isObserved { sw_store_relaxed(proxyWrote, 0) }
-      if tryUpdate(from: seen, { ($0.observe(), ()) }) != nil { return }
-    }
+    update { $0.observe() }
   }
 
   /// Begins an access through a proxy, waiting for readers, a closure write or commit,

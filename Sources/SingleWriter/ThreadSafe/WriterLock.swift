@@ -229,14 +229,19 @@ struct WriterLock {
 
   /// Ends the checkout unless something needs the slow path (queued writes, observers
   /// or a parked `withWriter`); then it returns `false` and the container finishes.
+  /// Takes the accesses' mark (`proxy_wrote`) before the release, after which the next
+  /// holder's accesses mark: an unobserved end drops it, and a slow end gets it back.
   @inlinable @inline(__always) func tryEndCheckout() -> Bool {
     sw_uptr_store(checkoutThread, 0)
     let holder = sw_uptr_load(checkoutHolder)
     sw_uptr_store(checkoutHolder, 0)
+    let wrote = sw_load_relaxed(proxyWrote)
+    sw_store_relaxed(proxyWrote, 0)
     // From the loaded word: an observed checkout's end goes to the slow end without a
     // failed compare-and-exchange.
     guard update({ $0.endCheckout() }) == nil else { return true }
     // Still held: the container finishes, and asks who held it (the debts).
+    sw_store_relaxed(proxyWrote, wrote)
     sw_uptr_store(checkoutHolder, holder)
     return false
   }

@@ -212,8 +212,8 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
 
   /// The holder frees the checkout with the hand-off empty, under its lock. `wake`: a
   /// parked `withWriter` must be woken. `publish`: `dirty` was set, and is cleared, as
-  /// every end of a checkout clears it: an observer that arrived after the holder last
-  /// published counts the checkout as dirty, and a consumer may wait for its end.
+  /// every end of a checkout clears it, so that a consumer that found it never waits past
+  /// the end (serving takes it after each entry, so it is rarely set here).
   @inlinable func release() -> (WriterWord, (wake: Bool, publish: Bool)) {
     assert(isCheckedOut && !isWriting, "release without the checkout")
     let cleared = WriterWord.writer | WriterWord.queued | WriterWord.parked | WriterWord.dirty
@@ -237,12 +237,11 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
         .proposing(.wordCheckoutAfterParking)
   }
 
-  /// The first observer arrived: checkouts now mark themselves dirty and publish. A
-  /// checkout held now may have written already, unmarked: it counts as dirty, so that
-  /// consumers wait for its end instead of reading its half-done value.
+  /// The first observer arrived: closure writes and commits now mark themselves dirty,
+  /// and checkout ends publish. A checkout held now is not dirty for it: its accesses
+  /// through a proxy marked `proxy_wrote` as they began, observed or not.
   @inlinable func observe() -> WriterWord {
-    WriterWord(raw: raw | WriterWord.observed | (isCheckedOut ? WriterWord.dirty : 0))
-      .proposing(.wordObserve)
+    WriterWord(raw: raw | WriterWord.observed).proposing(.wordObserve)
   }
 
   /// Whether the value may be part-way through a checkout by what the word says: one is

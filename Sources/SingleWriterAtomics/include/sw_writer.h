@@ -195,11 +195,10 @@ typedef struct {
   /// The thread holding `gate`, or 0: which the lock itself does not tell portably. Here,
   /// not on the holder's line, which is full: stored only by a write that takes the gate.
   sw_atomic_uptr gate_thread;
-  /// 1 once an access through a proxy to an observed checkout has begun, until the
-  /// checkout's end takes it: that end publishes, and consumers meanwhile find the value
-  /// half done. Stored by the access with a plain store, instead of a locked operation
-  /// on `state`; on this line, which the checkout's holder writes (and the first
-  /// observer, which clears a mark left while nobody observed).
+  /// 1 once an access through a proxy has begun in the checkout held now, until the
+  /// checkout's end takes it: an observed end publishes, and consumers meanwhile find the
+  /// value half done. Stored by the access with a plain store, instead of a locked
+  /// operation on `state`; on this line, which only the checkout's holder writes.
   sw_atomic_u32 proxy_wrote;
   };
   char server_line[SW_CACHE_LINE];
