@@ -434,10 +434,11 @@ extension ScheduleScenarioTests {
 extension ScheduleScenarioTests {
   /// A subscription arrives while a served run holds the checkout: thread A's `writeNext`
   /// queues behind a held proxy, B releases the proxy and so serves A's write, and C
-  /// subscribes, then looks as a consumer does. Arriving while the checkout is held, the
-  /// subscription counts it as dirty (it may have written unmarked), so a consumer may
-  /// find it half done and wait for its end: that end must publish, even when the
-  /// arrival came after the run last looked for observers and before it released.
+  /// subscribes, then looks as a consumer does. Arriving while the run holds the
+  /// checkout, it may find the served write's `proxy_wrote` mark, so a consumer may find
+  /// the value half done and wait: the run must publish, even when the arrival came just
+  /// as it took the mark (it takes the mark, then looks for observers) or before it
+  /// released.
   @Test func aSubscriptionArrivingAsAServedRunReleasesIsPublishedTo() {
     Scheduler.check(
       pct: 1_000, exhaustive: 5_000,

@@ -6,12 +6,11 @@ import Observation
 // `publishIfDirty` at each checkout end while it is.
 
 extension ThreadSafeSingleWriter where Value: ~Copyable {
-  /// Called by the checkout holder as each checkout ends while `observed` is set, with no
-  /// library lock held: if the checkout wrote, publishes. Checkouts are ordered, so
-  /// publications are too.
+  /// Called by the checkout holder as each served entry ends while `observed` is set, with
+  /// no library lock held: if it wrote (`wrote`: it marked `proxy_wrote`, which the caller
+  /// took), publishes. Checkouts are ordered, so publications are too.
   @inlinable
-  func publishIfDirty() {
-    let wrote = lock.takeProxyWrote()
+  func publishIfDirty(wrote: Bool) {
     let dirty = lock.word.isDirty && lock.update({ $0.takeDirty() }) != nil
     guard dirty || wrote else { return }
     // Still the holder: the value is as this checkout ended it. A consumer that found a

@@ -254,16 +254,15 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     // writer boosts it, and releases it before the checkout passes to any other thread.
     lock.closeGateIfWanted()
     while true {
-      if lock.word.isObserved {
+      // The entry that ran is whole: its mark is taken, so that it passes neither to what
+      // runs next nor to whoever is handed the checkout, and published if observed.
+      let wrote = lock.takeProxyWroteBeforeLooking()
+      if WriterWord(raw: sw_load_seq_cst(lock.state)).isObserved {
         // Observers run here, holding the checkout: waiting for it from one stops the
         // program with a message instead of hanging.
         sw_uptr_store(lock.checkoutThread, scoped(me))
-        publishIfDirty()
+        publishIfDirty(wrote: wrote)
         sw_uptr_store(lock.checkoutThread, 0)
-      } else {
-        // The entry that ran is whole: its mark must not pass to what runs next, or to
-        // whoever is handed the checkout.
-        _ = lock.takeProxyWrote()
       }
       if pending.pointee.isEmpty {
         batches &+= 1

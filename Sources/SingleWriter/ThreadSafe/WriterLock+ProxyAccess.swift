@@ -96,14 +96,25 @@ extension WriterLock {
     return true
   }
 
+  /// `takeProxyWrote` for serving, which takes the mark after each entry and then looks at
+  /// `observed` with no exchange of the state word to settle the race with an arriving
+  /// observer: both sequentially consistent, as the consumer's side is the other way round
+  /// (it sets `observed`, then loads the mark), so a consumer that found the mark finds
+  /// `observed` seen and the entry published, and one that comes later finds no mark.
+  @inlinable @inline(__always) func takeProxyWroteBeforeLooking() -> Bool {
+    guard sw_load_relaxed(proxyWrote) != 0 else { return false }
+    return sw_fetch_and(proxyWrote, 0) != 0
+  }
+
   /// Whether the value may be part-way through a checkout, for a consumer that holds a
   /// reader slot: one is held and has written since the last publication. The slot keeps
   /// writes out; `dirty`, set by a closure write or commit as it begins, was published by
   /// that write's end to the compare-and-exchange that took the slot, and `proxy_wrote`
-  /// by an access's end to the load of `proxy_access` that followed it.
+  /// by an access's end to the load of `proxy_access` that followed it. The mark's load is
+  /// sequentially consistent, against serving's take of it (`takeProxyWroteBeforeLooking`).
   var mayBeHalfDone: Bool {
     let word = word
-    return word.mayBeHalfDone || (word.isCheckedOut && sw_load_relaxed(proxyWrote) != 0)
+    return word.mayBeHalfDone || (word.isCheckedOut && sw_load_seq_cst(proxyWrote) != 0)
   }
 
   /// Moves the mark of `takeProxyWrote` into the state word's `dirty`, for an end that
