@@ -122,13 +122,13 @@ extension ScheduleScenarioTests {
   /// Two accesses through a proxy make one change: a consumer must never read between
   /// them. Thread A checks the writer out and adds 1 twice through it, or, if it is busy,
   /// queues a `writeNext` body that does; B queues such a body too, so that A's end may
-  /// find it queued and go the slow way (the access's `proxy_wrote` mark moves into
-  /// `dirty`, `markDirty`); C reads as a consumer twice (`readWhole`), which must find
-  /// the value half done, never odd.
+  /// find it queued and go the slow way (the access's `proxy_wrote` mark goes back for
+  /// serving to publish); C reads as a consumer twice (`readWhole`), which must find the
+  /// value half done, never odd.
   @Test func aConsumerNeverReadsBetweenTwoAccessesOfOneCheckout() {
     Scheduler.check(
       pct: 1_000, exhaustive: 5_000,
-      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordMarkDirty, .wordTakeDirty]
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .entryWrite]
     ) {
       let container = Self.makeContainer()
       let kept = container.changes()

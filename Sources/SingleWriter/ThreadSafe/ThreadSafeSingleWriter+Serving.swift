@@ -186,8 +186,8 @@ extension ThreadSafeSingleWriter where Value: ~Copyable {
     guard !hub.wantsSnapshot,
       let (_, dirty) = lock.update({ $0.endObserved(closureWrite: closureWrite) })
     else {
-      // The slow end publishes from `dirty`.
-      if wrote { lock.markDirty() }
+      // Back for the slow end: serving takes it and publishes.
+      if wrote { sw_store_relaxed(lock.proxyWrote, 1) }
       return false
     }
     if dirty || wrote { hub.publish() }

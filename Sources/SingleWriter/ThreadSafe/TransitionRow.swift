@@ -52,8 +52,6 @@ enum TransitionRow: UInt32, CaseIterable, Sendable {
   case wordObserve
   case wordUnobserve
   case wordTakeDirty
-  /// An end that goes the slow way moves an access's `proxy_wrote` mark into `dirty`.
-  case wordMarkDirty
 
   // MARK: Accesses through a proxy (WriterLock+ProxyAccess)
 

@@ -117,13 +117,6 @@ extension WriterLock {
     return word.mayBeHalfDone || (word.isCheckedOut && sw_load_seq_cst(proxyWrote) != 0)
   }
 
-  /// Moves the mark of `takeProxyWrote` into the state word's `dirty`, for an end that
-  /// goes the slow way: the holder publishes from `dirty` there. Nothing if nobody
-  /// observes any more.
-  @usableFromInline func markDirty() {
-    update { $0.isObserved && !$0.isDirty ? $0.markingDirty() : nil }
-  }
-
   /// An observer arrives, under the hub's lock: `observed`. A checkout held now needs no
   /// mark of its own: its accesses marked `proxy_wrote` unobserved too, so a consumer
   /// finds its value half done only if it has written, and its end publishes then.

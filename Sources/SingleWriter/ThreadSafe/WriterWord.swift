@@ -136,12 +136,6 @@ struct WriterWord: Equatable, Sendable, CustomStringConvertible {
     raw & (WriterWord.writer | WriterWord.writing | ~(WriterWord.reader &- 1)) == WriterWord.writer
   }
 
-  /// An end that goes the slow way moves the mark an access through a proxy left in
-  /// `proxy_wrote` here, where serving publishes from.
-  @inlinable func markingDirty() -> WriterWord {
-    WriterWord(raw: raw | WriterWord.dirty).proposing(.wordMarkDirty)
-  }
-
   /// Drops the value after a write access. `true`: wake the threads sleeping on the word.
   @inlinable @inline(__always) func endAccess() -> (WriterWord, Bool) {
     assert(isWriting, "endAccess without an access")
