@@ -18,7 +18,7 @@ extension ScheduleScenarioTests {
   @Test func anObservedInPlaceWriteNextEndsAtOnce() {
     Scheduler.check(
       pct: 1_000, exhaustive: 5_000,
-      reaches: [.wordEndObservedCheckout, .handOffArriveSettingQueued, .wordTakeDirty]
+      reaches: [.wordEndObservedCheckout, .handOffArriveSettingQueued, .entryWrite]
     ) {
       let container = Self.makeContainer()
       let journal = ScheduleJournal()
@@ -231,7 +231,7 @@ extension ScheduleScenarioTests {
     guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
     Scheduler.check(
       pct: 500, exhaustive: 2_000,
-      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordTakeDirty]
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .entryWrite]
     ) {
       let container = Self.makeContainer()
       let tasks = Tasks()
@@ -344,7 +344,7 @@ extension ScheduleScenarioTests {
   @Test func aTrackedContainerIsToldOncePerCheckoutThatWrote() {
     Scheduler.check(
       pct: 1_000, exhaustive: 5_000,
-      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .wordTakeDirty]
+      reaches: [.proxyAccessBegin, .wordEndObservedCheckout, .entryWrite]
     ) {
       let container = Self.makeContainer()
       let notifier = CountingNotifier()
