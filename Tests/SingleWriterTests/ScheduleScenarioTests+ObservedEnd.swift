@@ -615,3 +615,58 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// The first subscriber arrives (B, as in `anArrivalMidCheckoutFindsItHalfDoneOnlyIfItWrote`)
+  /// while thread A serves a `writeNext` body it queued behind its own checkout, which
+  /// adds 1 twice through the lent proxy. A consumer that finds the value half done waits
+  /// for the version to move: serving must publish the body's write, even when it looked
+  /// at `observed` before the arrival and at the mark after the consumer did.
+  @Test func anArrivalWhileServingHearsTheServedBodysWrite() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.wordObserve, .entryWrite]
+    ) {
+      let container = Self.makeContainer()
+      let looks = [ScheduleLook(), ScheduleLook()]
+      return Scheduler.Run(
+        threads: [
+          {
+            guard let writer = container.writer else { return }
+            container.writeNext(Self.addTwice)  // queued: served as `writer` ends
+            withExtendedLifetime(writer) {}
+          },
+          {
+            container.subscriptionArrived()
+            for look in looks {
+              look.version = container.publishedVersion
+              switch container.readWhole({ $0 }) {
+              case .value(let value):
+                look.value = value
+                if value % 2 != 0 { look.torn.append(value) }
+              case .halfDone: look.halfDone += 1
+              case .gone: break
+              }
+            }
+          },
+        ],
+        check: {
+          defer { container.subscriptionLeft() }
+          if container.read != 2 { return "value \(container.read), not 2" }
+          for look in looks {
+            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
+            if look.halfDone == 0, look.value != 2, container.publishedVersion == look.version {
+              return "read \(look.value) at version \(look.version), and it never moved"
+            }
+            if look.halfDone != 0, container.publishedVersion == look.version {
+              return "found half done at version \(look.version), and it never moved"
+            }
+          }
+          if sw_load_relaxed(container.lock.proxyWrote) != 0 {
+            return "proxy_wrote left set after the checkout ended"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
