@@ -670,3 +670,68 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// As `anArrivalWhileServingHearsTheServedBodysWrite`, with a second queued body that
+  /// only reads, so that the checkout passes on after the writing one, and (`leavesFirst`)
+  /// with the last subscriber leaving just before the first arrives. The consumer never
+  /// reads half the writing body, never waits on a version that does not move, and the
+  /// mark does not outlive the run: a later checkout that only reads publishes nothing.
+  @Test(arguments: [false, true])
+  func aSubscriberComingAndGoingWhileServingNeverWaitsForNothing(leavesFirst: Bool) {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.wordObserve, .entryWrite]
+    ) {
+      let container = Self.makeContainer()
+      if leavesFirst { container.subscriptionArrived() }
+      let looks = [ScheduleLook(), ScheduleLook()]
+      return Scheduler.Run(
+        threads: [
+          {
+            guard let writer = container.writer else { return }
+            container.writeNext(Self.addTwice)
+            container.writeNext { _ = $0.write }  // reads only
+            withExtendedLifetime(writer) {}
+          },
+          {
+            if leavesFirst { container.subscriptionLeft() }
+            container.subscriptionArrived()
+            for look in looks {
+              look.version = container.publishedVersion
+              switch container.readWhole({ $0 }) {
+              case .value(let value):
+                look.value = value
+                if value % 2 != 0 { look.torn.append(value) }
+              case .halfDone: look.halfDone += 1
+              case .gone: break
+              }
+            }
+          },
+        ],
+        check: {
+          defer { container.subscriptionLeft() }
+          if container.read != 2 { return "value \(container.read), not 2" }
+          for look in looks {
+            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
+            if look.halfDone == 0, look.value != 2, container.publishedVersion == look.version {
+              return "read \(look.value) at version \(look.version), and it never moved"
+            }
+            if look.halfDone != 0, container.publishedVersion == look.version {
+              return "found half done at version \(look.version), and it never moved"
+            }
+          }
+          let before = container.publishedVersion
+          do {
+            guard let writer = container.writer else { return "the writer is still checked out" }
+            _ = writer.write
+          }
+          if container.publishedVersion != before {
+            return
+              "a checkout that only read published (version \(before) -> \(container.publishedVersion))"
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
