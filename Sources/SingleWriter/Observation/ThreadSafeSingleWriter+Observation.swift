@@ -192,9 +192,9 @@ extension ThreadSafeSingleWriter where Value: Sendable {
   /// }
   /// ```
   ///
-  /// Observers are told once per checkout, at its end, never per write through a held
-  /// proxy, and never for a proxy's checkout that only read (unless this first tracked
-  /// read came while it was held: it may have written before); a closure write counts. The first tracked read makes the
+  /// Observers are told once per checkout that wrote, at its end, never per write through
+  /// a held proxy, and never for a proxy's checkout that only read (even one held when
+  /// this first tracked read came); a closure write counts. The first tracked read makes the
   /// container observed for good: each checkout end then costs one atomic operation and a
   /// notification. ``read`` registers nothing and stays as cheap as before.
   @inlinable
