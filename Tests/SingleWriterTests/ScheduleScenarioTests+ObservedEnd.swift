@@ -735,3 +735,56 @@ extension ScheduleScenarioTests {
     }
   }
 }
+
+extension ScheduleScenarioTests {
+  /// The first subscriber arrives (B, as in `anArrivalWhileServingHearsTheServedBodysWrite`)
+  /// while thread A's `transaction` body holds the checkout and adds 1 twice to its copy,
+  /// or commits. The consumer never reads an odd value, and one that read the value from
+  /// before the commit, or found it half done, sees the version move.
+  @Test func anArrivalMidTransactionHearsItsCommit() {
+    Scheduler.check(
+      pct: 1_000, exhaustive: 5_000,
+      reaches: [.wordObserve]
+    ) {
+      let container = Self.makeContainer()
+      let looks = [ScheduleLook(), ScheduleLook()]
+      return Scheduler.Run(
+        threads: [
+          {
+            container.transaction { value in
+              value += 1
+              sw_yield_thread()
+              value += 1
+            }
+          },
+          {
+            container.subscriptionArrived()
+            for look in looks {
+              look.version = container.publishedVersion
+              switch container.readWhole({ $0 }) {
+              case .value(let value):
+                look.value = value
+                if value % 2 != 0 { look.torn.append(value) }
+              case .halfDone: look.halfDone += 1
+              case .gone: break
+              }
+            }
+          },
+        ],
+        check: {
+          defer { container.subscriptionLeft() }
+          if container.read != 2 { return "value \(container.read), not 2" }
+          for look in looks {
+            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
+            if look.halfDone == 0, look.value != 2, container.publishedVersion == look.version {
+              return "read \(look.value) at version \(look.version), and it never moved"
+            }
+            if look.halfDone != 0, container.publishedVersion == look.version {
+              return "found half done at version \(look.version), and it never moved"
+            }
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+}
