@@ -155,3 +155,81 @@ extension ScheduleScenarioTests {
 final class ThreadBox: Sendable {
   let thread = sw_current_thread()
 }
+
+extension ScheduleScenarioTests {
+  /// `aLongBatchIsHandedOverMidway`, with the first subscriber arriving (C) as the server
+  /// looks for a successor: the checkout passes mid-batch, with the mark of the entry that
+  /// ran last, to the thread that takes over serving, and what is left to serve (the
+  /// batch's last entry and the successor's own) only reads. A consumer that found the
+  /// value half done, or read one that was not the last, sees the version move.
+  @Test func anArrivalAsALongBatchIsHandedOverMidwayIsHeard() {
+    let backlog = (1...66).map { "Q.\($0)" }
+    Scheduler.check(
+      pct: 150, exhaustive: 300, tick: 10_000, allowsTimeouts: true,
+      reaches: [.handOffMidBatchHandOver, .handOffSuccessorServes, .wordObserve]
+    ) {
+      let container = Self.makeContainer()
+      let journal = ScheduleJournal()
+      let held = ScheduleBox(container.writer!)
+      let look = ScheduleLook()
+      journal.enter("A.0")
+      for event in backlog {
+        container.writeNext {
+          if event == backlog.last {
+            Self.readOnly($0, journal, event)
+          } else {
+            Self.write($0, journal, event)
+          }
+          sw_yield_thread()
+        }
+      }
+      return Scheduler.Run(
+        threads: [
+          {
+            var proxy = held.strong.take()
+            journal.leave()
+            proxy?.write += 1
+            proxy = nil
+          },
+          {
+            while journal.events.count < 66 { sw_yield_thread() }
+            container.writeNext { Self.readOnly($0, journal, "B.1") }
+          },
+          {
+            while journal.events.count < 66 { sw_yield_thread() }
+            container.subscriptionArrived()
+            look.version = container.publishedVersion
+            switch container.readWhole({ $0 }) {
+            case .value(let value): look.value = value
+            case .halfDone: look.halfDone += 1
+            case .gone: break
+            }
+          },
+        ],
+        check: {
+          defer { container.subscriptionLeft() }
+          let final = 66
+          if look.halfDone != 0, container.publishedVersion == look.version {
+            return "found half done at version \(look.version), and it never moved"
+          }
+          if look.halfDone == 0, look.value != final, container.publishedVersion == look.version {
+            return "read \(look.value) at version \(look.version), and it never moved"
+          }
+          if container.read != final { return "value \(container.read), not \(final)" }
+          if let failure = journal.check(ranExactly: ["A.0"] + backlog + ["B.1"]) {
+            return failure
+          }
+          return Self.isFreeAndEmpty(container)
+        })
+    }
+  }
+
+  /// `write`'s journal entry, through a proxy that only reads.
+  static func readOnly(
+    _ proxy: ThreadSafeWriterProxy<Int>, _ journal: ScheduleJournal, _ event: String
+  ) {
+    journal.enter(event)
+    _ = proxy.write
+    journal.leave()
+  }
+}
