@@ -10,24 +10,6 @@ import Testing
 /// a save that a write outran, so the write is not on disk yet and the saver must read the
 /// container past the held checkout.
 @Suite struct IdleProxyHoldsNoSaveTests {
-  func store(_ encoder: RecordingEncoder<Int>, interval: Duration) throws -> PersistedState<Int> {
-    try PersistedState(
-      file: makeFolder().appendingPathComponent("n.json"), default: 0,
-      encode: encoder.encode, decode: { try JSONDecoder().decode(Int.self, from: $0) },
-      minimumSaveInterval: interval)
-  }
-
-  /// Saves 1 with 2 written during its save, and waits for the rest after it: 2 is not on
-  /// disk yet.
-  func outrunASave(_ store: PersistedState<Int>, _ encoder: RecordingEncoder<Int>) async throws {
-    encoder.hold()
-    store.state.writeNext { $0.write = 1 }
-    await encoder.waitUntilHeld()
-    store.state.withWriter { $0 = 2 }
-    encoder.release()
-    try await waitUntil { store.saverIsResting || encoder.encoded.current.count > 1 }
-  }
-
   /// A proxy taken by another task, which writes nothing through it.
   func idleProxy(of store: PersistedState<Int>) async -> Locked<ThreadSafeWriterProxy<Int>?> {
     let held = await Task.detached { Locked(store.state.writer) }.value
@@ -37,7 +19,7 @@ import Testing
 
   @Test func aFlushDoesNotWaitForAProxyThatHasWrittenNothing() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(3_600))
+    let store = try intStore(encoder, interval: .seconds(3_600))
     try await outrunASave(store, encoder)
     let held = await idleProxy(of: store)
     // A watchdog, not a timing bound: with the proxy held the flush never returns.
@@ -51,7 +33,7 @@ import Testing
 
   @Test func aChangeIsSavedWhileAProxyThatHasWrittenNothingIsHeld() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .milliseconds(100))
+    let store = try intStore(encoder, interval: .milliseconds(100))
     try await outrunASave(store, encoder)
     let held = await idleProxy(of: store)
     // The rest ends by itself; no flush asks for 2.
@@ -62,7 +44,7 @@ import Testing
 
   @Test func aProxyTakenBeforeTheRestAndIdleDoesNotHoldTheFlush() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(3_600))
+    let store = try intStore(encoder, interval: .seconds(3_600))
     encoder.hold()
     store.state.writeNext { $0.write = 1 }
     await encoder.waitUntilHeld()

@@ -7,18 +7,9 @@ import Testing
 /// `minimumSaveInterval`, a change after a quiet spell at once, and `saved()` never waits
 /// for the interval.
 @Suite struct SaveIntervalTests {
-  func store(
-    _ encoder: RecordingEncoder<Int>, interval: Duration
-  ) throws -> PersistedState<Int> {
-    try PersistedState(
-      file: makeFolder().appendingPathComponent("n.json"), default: 0,
-      encode: encoder.encode, decode: { try JSONDecoder().decode(Int.self, from: $0) },
-      minimumSaveInterval: interval)
-  }
-
   @Test func theFirstChangeIsSavedAtOnceTheNextAfterTheIntervalOrAFlush() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(3_600))
+    let store = try intStore(encoder, interval: .seconds(3_600))
     store.state.writeNext { $0.write = 1 }
     // No `saved()`: a change after a quiet spell does not wait.
     try await waitUntil { encoder.encoded.current == [1] }
@@ -37,7 +28,7 @@ import Testing
     // The rest's own timer, with no `saved()` to end it: the change made during it is
     // saved once it is over. (A save slower than the interval rests not at all.)
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .milliseconds(300))
+    let store = try intStore(encoder, interval: .milliseconds(300))
     store.state.writeNext { $0.write = 1 }
     try await waitUntil { encoder.encoded.current == [1] }
     store.state.writeNext { $0.write = 2 }
@@ -48,7 +39,7 @@ import Testing
     // The saver's first value is the one loaded, which the disk has: it saves nothing,
     // and must not rest either, else the first change waits out the interval.
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(3_600))
+    let store = try intStore(encoder, interval: .seconds(3_600))
     // Give the saver time to take that first value (if it has not, this passes anyway).
     try await Task.sleep(for: .milliseconds(200))
     #expect(!store.saverIsResting)
@@ -60,7 +51,7 @@ import Testing
 
   @Test func aFlushDuringASaveIsNotHeldUpByTheRestAfterIt() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(3_600))
+    let store = try intStore(encoder, interval: .seconds(3_600))
     encoder.hold()
     store.state.writeNext { $0.write = 1 }
     await encoder.waitUntilHeld()
@@ -75,7 +66,7 @@ import Testing
 
   @Test func aZeroIntervalSavesAgainAsSoonAsASaveEnds() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .zero)
+    let store = try intStore(encoder, interval: .zero)
     encoder.hold()
     store.state.writeNext { $0.write = 1 }
     await encoder.waitUntilHeld()

@@ -92,6 +92,28 @@ func finishes(
   }
 }
 
+/// A store of an `Int` in a folder of its own, saved through `encoder`.
+func intStore(_ encoder: RecordingEncoder<Int>, interval: Duration) throws -> PersistedState<Int> {
+  try PersistedState(
+    file: makeFolder().appendingPathComponent("n.json"), default: 0,
+    encode: encoder.encode, decode: { try JSONDecoder().decode(Int.self, from: $0) },
+    minimumSaveInterval: interval)
+}
+
+/// Saves 1 with 2 written during its save, a save that a write outran; returns once the
+/// saver rests unsubscribed after it (2 is not on disk yet), or, if the pool starved this
+/// poller for a rest of seconds, once it has saved again.
+func outrunASave(_ store: PersistedState<Int>, _ encoder: RecordingEncoder<Int>) async throws {
+  encoder.hold()
+  store.state.writeNext { $0.write = 1 }
+  await encoder.waitUntilHeld()
+  store.state.withWriter { $0 = 2 }
+  encoder.release()
+  try await waitUntil {
+    (store.saverIsResting && !store.state.isObserved) || encoder.encoded.current.count > 1
+  }
+}
+
 /// The names in `folder`.
 func names(in folder: URL) -> [String] {
   ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()

@@ -7,31 +7,9 @@ import Testing
 /// so that those writes cost what unobserved ones do, and no write is lost for it. A save
 /// that a write outran (here: one made while `encode` is held) starts such a rest.
 @Suite struct UnobservedRestTests {
-  func store(_ encoder: RecordingEncoder<Int>, interval: Duration) throws -> PersistedState<Int> {
-    try PersistedState(
-      file: makeFolder().appendingPathComponent("n.json"), default: 0,
-      encode: encoder.encode, decode: { try JSONDecoder().decode(Int.self, from: $0) },
-      minimumSaveInterval: interval)
-  }
-
-  /// Saves 1 with 2 written during its save: the saver then rests unsubscribed (and
-  /// saves 2 when the rest ends).
-  func outrunASave(_ store: PersistedState<Int>, _ encoder: RecordingEncoder<Int>) async throws {
-    encoder.hold()
-    store.state.writeNext { $0.write = 1 }
-    await encoder.waitUntilHeld()
-    store.state.withWriter { $0 = 2 }
-    encoder.release()
-    // A rest of seconds ends by itself: a poller the pool starved for that long finds the
-    // next save made, and the write after this goes to a subscribed saver instead.
-    try await waitUntil {
-      (store.saverIsResting && !store.state.isObserved) || encoder.encoded.current.count > 1
-    }
-  }
-
   @Test func aFlushDuringTheRestSavesAWriteNoVersionCounted() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(3_600))
+    let store = try intStore(encoder, interval: .seconds(3_600))
     try await outrunASave(store, encoder)
     #expect(!store.state.isObserved)
     // Unobserved: this write moves no version, so only the saver's new subscription,
@@ -52,7 +30,7 @@ import Testing
 
   @Test func aWriteDuringTheRestIsSavedWhenItEndsWithNoFlush() async throws {
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(2))
+    let store = try intStore(encoder, interval: .seconds(2))
     try await outrunASave(store, encoder)
     store.state.writeNext { $0.write = 3 }
     let file = store.file
@@ -61,7 +39,7 @@ import Testing
 
   @Test func aStoreDroppedDuringTheRestSavesItsLastValue() async throws {
     let encoder = RecordingEncoder<Int>()
-    var store: PersistedState<Int>? = try store(encoder, interval: .seconds(2))
+    var store: PersistedState<Int>? = try intStore(encoder, interval: .seconds(2))
     let file = store!.file
     try await outrunASave(store!, encoder)
     store!.state.writeNext { $0.write = 3 }
@@ -73,7 +51,7 @@ import Testing
     // A write after a quiet spell: its save is not outrun, so the saver rests subscribed
     // and saves nothing twice.
     let encoder = RecordingEncoder<Int>()
-    let store = try store(encoder, interval: .seconds(3_600))
+    let store = try intStore(encoder, interval: .seconds(3_600))
     store.state.writeNext { $0.write = 1 }
     try await waitUntil { store.saverIsResting }
     #expect(store.state.isObserved)
