@@ -263,8 +263,5 @@ private final class FirstIterator<Value: Sendable>: @unchecked Sendable {
     self.iterator = iterator
   }
 
-  func take() -> ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator? {
-    defer { iterator = nil }
-    return iterator
-  }
+  func take() -> ThreadSafeSingleWriter<Value>.Changes<Value>.Iterator? { iterator.take() }
 }

@@ -114,6 +114,54 @@ func outrunASave(_ store: PersistedState<Int>, _ encoder: RecordingEncoder<Int>)
   }
 }
 
+/// An async transaction on `store` that drafts 3, stays open until `close()`, then commits
+/// 4. After `polls` milliseconds it closes by itself, so that a flush that waits for its
+/// body fails its test instead of hanging.
+final class DraftTransaction: Sendable {
+  private let closed = Locked(false)
+  private let open = Locked(false)
+  let task: Task<Void, any Error>
+
+  init(_ store: PersistedState<Int>, polls: Int) {
+    let (closed, open) = (closed, open)
+    task = Task.detached {
+      try await store.state.transaction { value in
+        value = 3  // a draft: never saved before the commit
+        open.withLock { $0 = true }
+        var left = polls
+        while !closed.current, left > 0 {
+          try? await Task.sleep(nanoseconds: 1_000_000)
+          left -= 1
+        }
+        open.withLock { $0 = false }
+        value = 4
+      }
+    }
+  }
+
+  var isOpen: Bool { open.current }
+  func close() { closed.withLock { $0 = true } }
+}
+
+/// Flushes while `transaction` is open over the write of 2: the flush must not wait for
+/// its body, the disk must hold 2 and no draft; then the transaction commits 4, which the
+/// next flush saves.
+func flushPastAnOpenTransaction(
+  _ store: PersistedState<Int>, _ encoder: RecordingEncoder<Int>,
+  _ transaction: DraftTransaction
+) async throws {
+  try await store.saved()
+  let openAtFlush = transaction.isOpen
+  let onDisk = try decoded(Int.self, at: store.file)
+  transaction.close()
+  try await transaction.task.value
+  #expect(openAtFlush, "saved() waited for the transaction's body")
+  #expect(onDisk == 2)
+  #expect(!encoder.encoded.withLock { $0 }.contains(3), "a draft was saved")
+  try await store.saved()
+  #expect(try decoded(Int.self, at: store.file) == 4)
+}
+
 /// The names in `folder`.
 func names(in folder: URL) -> [String] {
   ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()

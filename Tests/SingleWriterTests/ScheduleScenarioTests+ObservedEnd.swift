@@ -577,36 +577,17 @@ extension ScheduleScenarioTests {
           },
           {
             container.subscriptionArrived()
-            for look in looks {
-              look.version = container.publishedVersion
-              switch container.readWhole({ $0 }) {
-              case .value(let value):
-                look.value = value
-                if value % 2 != 0 { look.torn.append(value) }
-              case .halfDone: look.halfDone += 1
-              case .gone: break
-              }
-            }
+            Self.look(at: container, into: looks)
           },
         ],
         check: {
           defer { container.subscriptionLeft() }
           let final = writes ? 2 : 0
           if container.read != final { return "value \(container.read), not \(final)" }
-          for look in looks {
-            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
-            if !writes, look.halfDone != 0 {
-              return "a checkout that only read was taken for half done"
-            }
-            if look.halfDone == 0, look.value != final,
-              container.publishedVersion == look.version
-            {
-              return "read \(look.value) at version \(look.version), and it never moved"
-            }
-            if look.halfDone != 0, container.publishedVersion == look.version {
-              return "found half done at version \(look.version), and it never moved"
-            }
+          if !writes, looks.contains(where: { $0.halfDone != 0 }) {
+            return "a checkout that only read was taken for half done"
           }
+          if let failure = Self.looksFailure(looks, container, final: final) { return failure }
           if sw_load_relaxed(container.lock.proxyWrote) != 0 {
             return "proxy_wrote left set after the checkout ended"
           }
@@ -638,30 +619,13 @@ extension ScheduleScenarioTests {
           },
           {
             container.subscriptionArrived()
-            for look in looks {
-              look.version = container.publishedVersion
-              switch container.readWhole({ $0 }) {
-              case .value(let value):
-                look.value = value
-                if value % 2 != 0 { look.torn.append(value) }
-              case .halfDone: look.halfDone += 1
-              case .gone: break
-              }
-            }
+            Self.look(at: container, into: looks)
           },
         ],
         check: {
           defer { container.subscriptionLeft() }
           if container.read != 2 { return "value \(container.read), not 2" }
-          for look in looks {
-            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
-            if look.halfDone == 0, look.value != 2, container.publishedVersion == look.version {
-              return "read \(look.value) at version \(look.version), and it never moved"
-            }
-            if look.halfDone != 0, container.publishedVersion == look.version {
-              return "found half done at version \(look.version), and it never moved"
-            }
-          }
+          if let failure = Self.looksFailure(looks, container, final: 2) { return failure }
           if sw_load_relaxed(container.lock.proxyWrote) != 0 {
             return "proxy_wrote left set after the checkout ended"
           }
@@ -697,30 +661,13 @@ extension ScheduleScenarioTests {
           {
             if leavesFirst { container.subscriptionLeft() }
             container.subscriptionArrived()
-            for look in looks {
-              look.version = container.publishedVersion
-              switch container.readWhole({ $0 }) {
-              case .value(let value):
-                look.value = value
-                if value % 2 != 0 { look.torn.append(value) }
-              case .halfDone: look.halfDone += 1
-              case .gone: break
-              }
-            }
+            Self.look(at: container, into: looks)
           },
         ],
         check: {
           defer { container.subscriptionLeft() }
           if container.read != 2 { return "value \(container.read), not 2" }
-          for look in looks {
-            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
-            if look.halfDone == 0, look.value != 2, container.publishedVersion == look.version {
-              return "read \(look.value) at version \(look.version), and it never moved"
-            }
-            if look.halfDone != 0, container.publishedVersion == look.version {
-              return "found half done at version \(look.version), and it never moved"
-            }
-          }
+          if let failure = Self.looksFailure(looks, container, final: 2) { return failure }
           let before = container.publishedVersion
           do {
             guard let writer = container.writer else { return "the writer is still checked out" }
@@ -759,32 +706,50 @@ extension ScheduleScenarioTests {
           },
           {
             container.subscriptionArrived()
-            for look in looks {
-              look.version = container.publishedVersion
-              switch container.readWhole({ $0 }) {
-              case .value(let value):
-                look.value = value
-                if value % 2 != 0 { look.torn.append(value) }
-              case .halfDone: look.halfDone += 1
-              case .gone: break
-              }
-            }
+            Self.look(at: container, into: looks)
           },
         ],
         check: {
           defer { container.subscriptionLeft() }
           if container.read != 2 { return "value \(container.read), not 2" }
-          for look in looks {
-            if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
-            if look.halfDone == 0, look.value != 2, container.publishedVersion == look.version {
-              return "read \(look.value) at version \(look.version), and it never moved"
-            }
-            if look.halfDone != 0, container.publishedVersion == look.version {
-              return "found half done at version \(look.version), and it never moved"
-            }
-          }
+          if let failure = Self.looksFailure(looks, container, final: 2) { return failure }
           return Self.isFreeAndEmpty(container)
         })
     }
+  }
+}
+
+extension ScheduleScenarioTests {
+  /// A consumer's looks, one per element of `looks`: the version it collects, then the
+  /// value it reads whole (an odd one is half of an `addTwice`).
+  static func look(at container: Container, into looks: [ScheduleLook]) {
+    for look in looks {
+      look.version = container.publishedVersion
+      switch container.readWhole({ $0 }) {
+      case .value(let value):
+        look.value = value
+        if value % 2 != 0 { look.torn.append(value) }
+      case .halfDone: look.halfDone += 1
+      case .gone: break
+      }
+    }
+  }
+
+  /// What is wrong with `looks` once every checkout has ended with the value `final`: one
+  /// read half a checkout, or read an older value or found it half done, and the version
+  /// never moved after it (the consumer would sleep for good).
+  static func looksFailure(
+    _ looks: [ScheduleLook], _ container: Container, final: Int
+  ) -> String? {
+    for look in looks {
+      if !look.torn.isEmpty { return "a consumer read \(look.torn), half a checkout" }
+      if look.halfDone == 0, look.value != final, container.publishedVersion == look.version {
+        return "read \(look.value) at version \(look.version), and it never moved"
+      }
+      if look.halfDone != 0, container.publishedVersion == look.version {
+        return "found half done at version \(look.version), and it never moved"
+      }
+    }
+    return nil
   }
 }

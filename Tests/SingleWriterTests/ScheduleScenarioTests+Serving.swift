@@ -24,12 +24,7 @@ extension ScheduleScenarioTests {
       }
       return Scheduler.Run(
         threads: [
-          {
-            var proxy = held.strong.take()
-            journal.leave()
-            proxy?.write += 1
-            proxy = nil
-          },
+          { Self.writeAndRelease(held, journal) },
           {
             for event in ["B.1", "B.2", "B.3", "B.4"] {
               container.writeNext {

@@ -38,12 +38,7 @@ extension ScheduleScenarioTests {
       }
       return Scheduler.Run(
         threads: [
-          {
-            var proxy = held.strong.take()
-            journal.leave()
-            proxy?.write += 1
-            proxy = nil  // serves Q.1, then the late batch
-          },
+          { Self.writeAndRelease(held, journal) },  // serves Q.1, then the late batch
           {
             successor.strong = ThreadBox()
             while !journal.events.contains("Q.1") { sw_yield_thread() }
@@ -87,12 +82,7 @@ extension ScheduleScenarioTests {
       }
       return Scheduler.Run(
         threads: [
-          {
-            var proxy = held.strong.take()
-            journal.leave()
-            proxy?.write += 1
-            proxy = nil
-          },
+          { Self.writeAndRelease(held, journal) },
           {
             // Once the 65th entry runs, the server has looked for a successor after the
             // 64th, found none, and asked the next thread that queues to become one.
@@ -130,12 +120,7 @@ extension ScheduleScenarioTests {
       }
       return Scheduler.Run(
         threads: [
-          {
-            var proxy = held.strong.take()
-            journal.leave()
-            proxy?.write += 1
-            proxy = nil
-          },
+          { Self.writeAndRelease(held, journal) },
           {
             while !journal.events.contains("Q.2") { sw_yield_thread() }
             Self.queue(container, journal, "B.1")
@@ -185,12 +170,7 @@ extension ScheduleScenarioTests {
       }
       return Scheduler.Run(
         threads: [
-          {
-            var proxy = held.strong.take()
-            journal.leave()
-            proxy?.write += 1
-            proxy = nil
-          },
+          { Self.writeAndRelease(held, journal) },
           {
             while journal.events.count < 66 { sw_yield_thread() }
             container.writeNext { Self.readOnly($0, journal, "B.1") }

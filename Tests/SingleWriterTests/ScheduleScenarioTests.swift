@@ -53,6 +53,18 @@ struct ScheduleScenarioTests {
 
   /// Nothing queued, the gate open, and the writer can be checked out (and is released
   /// again).
+  /// The thread that held the writer from the setup (`journal` entered for it): leaves
+  /// its journal entry, writes once through the proxy and releases it, ending the checkout
+  /// (and so serving what queued behind it) on this thread.
+  @Sendable static func writeAndRelease(
+    _ held: ScheduleBox<ThreadSafeWriterProxy<Int>>, _ journal: ScheduleJournal
+  ) {
+    var proxy = held.strong.take()
+    journal.leave()
+    proxy?.write += 1
+    proxy = nil
+  }
+
   static func isFreeAndEmpty(_ container: Container) -> String? {
     let pending = container.pendingCount
     if pending != 0 { return "\(pending) write(s) still queued" }
@@ -107,12 +119,7 @@ struct ScheduleScenarioTests {
       Self.queue(container, journal, "Q.1")
       return Scheduler.Run(
         threads: [
-          {
-            var proxy = held.strong.take()
-            journal.leave()
-            proxy?.write += 1
-            proxy = nil
-          },
+          { Self.writeAndRelease(held, journal) },
           {
             Self.queue(container, journal, "B.1")
             Self.queue(container, journal, "B.2")
@@ -335,10 +342,7 @@ struct ScheduleScenarioTests {
       return Scheduler.Run(
         threads: [
           {
-            var proxy = held.strong.take()
-            journal.leave()
-            proxy?.write += 1
-            proxy = nil
+            Self.writeAndRelease(held, journal)
             if !journal.events.contains("Q.2") {
               journal.notes.append("the release returned before the nested write ran")
             }
