@@ -196,7 +196,9 @@ final class Saver<Value: Sendable>: @unchecked Sendable {
       flushes.removeAll { Self.isAtLeast(version, $0.version) }
       return (settled, report ? Array(failureStreams.values) : [], report, replaced)
     }
-    withExtendedLifetime(replaced) {}  // freed here, before a flush waiting for it resumes
+    // Freed here, before a flush waiting for it resumes (a test asserts it): without
+    // `consume`, a debug build frees it at the scope's end, after the resumes.
+    _ = consume replaced
     for flush in settled { flush.continuation.resume(with: outcome.mapError { $0 }) }
     if report, case .failure(let error) = outcome {
       onFailure?(error)
