@@ -161,10 +161,14 @@ public final class PersistedState<Value: Codable & Sendable>: Sendable {
   /// in a task that holds a proxy of this container: if it waits behind one that task
   /// took, it warns on standard error after a second, as `drained()` does (the task may
   /// have sent the proxy to another task, which will release it; if not, it is a
-  /// deadlock). Returns at once if nothing changed since the last save. If the newest
-  /// value's save failed, it is tried again first, so that a flush after a passing failure
-  /// succeeds. It suspends, never blocks a thread, and does not end early when its task
-  /// is cancelled: a flush before quitting should finish.
+  /// deadlock). Inside an async `transaction`'s body on this container, it saves the
+  /// writes made before the transaction, never the body's draft; but with a write queued
+  /// behind the transaction, its drain would wait for the commit, which waits for it, so
+  /// it stops the program with a message instead. Returns at once if nothing changed
+  /// since the last save. If the newest value's save failed, it is tried again first, so
+  /// that a flush after a passing failure succeeds. It suspends, never blocks a thread,
+  /// and does not end early when its task is cancelled: a flush before quitting should
+  /// finish.
   public func saved() async throws {
     await state.drained()
     let warning = state.warnIfStillWaitingBehindThisTask(in: "`saved()`")

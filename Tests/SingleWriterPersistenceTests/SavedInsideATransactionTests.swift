@@ -50,5 +50,6 @@ import Testing
     let text = standardError(result)
     #expect(!text.contains("WATCHDOG"), "stderr: \(text.suffix(1500))")
     #expect(text.contains("inside an async transaction's body"), "stderr: \(text.suffix(1500))")
+    #expect(text.contains("PersistedState.saved()"), "stderr: \(text.suffix(1500))")
   }
 }

@@ -92,10 +92,12 @@ extension WriterLock {
     guard sw_ts_transaction_is_held(sync), isHeldHere() else { return }
     selfDeadlockFailure(
       """
-      ThreadSafeSingleWriter: a write (withWriter, `await write`, transaction, checkout() or \
-      drained()) inside an async transaction's body on the same container would wait \
-      forever for that transaction, which ends only when its body returns. Change the \
-      value you were given, or use writeNext to queue this write behind the commit.
+      ThreadSafeSingleWriter: a write (withWriter, `await write`, transaction, checkout()) \
+      or a wait for the queue (drained(), or a call that drains it, such as \
+      PersistedState.saved()) inside an async transaction's body on the same container \
+      would wait forever for that transaction, which ends only when its body returns. \
+      Change the value you were given, or use writeNext to queue this write behind the \
+      commit.
       """)
   }
 
