@@ -16,26 +16,13 @@ import Testing
   /// has subscribed again and waits for the checkout.
   enum Release: String, CaseIterable, Sendable { case duringTheRest, afterTheSubscription }
 
-  /// `encoder`'s `encode`, keeping the only reference to a sentinel that signals `freed`:
-  /// it is freed with the saver.
-  func encode(
-    _ encoder: RecordingEncoder<Int>, signalling freed: DispatchSemaphore
-  ) -> @Sendable (Int) throws -> Data {
-    let sentinel = Sentinel(freed)
-    let encode = encoder.encode
-    return { value in
-      withExtendedLifetime(sentinel) {}
-      return try encode(value)
-    }
-  }
-
   @Test(arguments: Release.allCases)
   func theQueuedWriteIsSavedAndTheSaverEnds(_ release: Release) async throws {
     let encoder = RecordingEncoder<Int>()
     let file = makeFolder().appendingPathComponent("n.json")
     let freed = DispatchSemaphore(value: 0)
     var store: PersistedState<Int>? = try PersistedState(
-      file: file, default: 0, encode: encode(encoder, signalling: freed),
+      file: file, default: 0, encode: encodeSignalling(freed, recording: encoder),
       decode: { try JSONDecoder().decode(Int.self, from: $0) },
       minimumSaveInterval: .milliseconds(200))
     try await outrunASave(store!, encoder)
@@ -55,14 +42,7 @@ import Testing
     }
     held.withLock { $0 = nil }  // runs the queued write; the container may go with it
     // A watchdog, not a timing bound: a saver that never ends never frees the sentinel.
-    let ended = await finishes(within: 120) {
-      await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-          freed.wait()
-          continuation.resume()
-        }
-      }
-    }
+    let ended = await finishes(within: 120) { await saverEnded(freed) }
     #expect(ended, "the saver never ended")
     #expect(container == nil)
     #expect(try decoded(Int.self, at: file) == 4)

@@ -9,28 +9,6 @@ import Testing
 /// container is freed reaches the file, a store made and dropped writes nothing, and the
 /// saver ends (nothing keeps the container or the saver alive).
 @Suite struct FinalValueTests {
-  /// An `encode` that signals `freed` once the saver that keeps it is gone.
-  func encode(
-    _ freed: DispatchSemaphore, recording encoder: RecordingEncoder<Int> = .init()
-  ) -> @Sendable (Int) throws -> Data {
-    let sentinel = Sentinel(freed)
-    let encode = encoder.encode
-    return { value in
-      withExtendedLifetime(sentinel) {}
-      return try encode(value)
-    }
-  }
-
-  /// Waits until the saver that kept `encode(freed)` is freed.
-  func saverEnded(_ freed: DispatchSemaphore) async {
-    await withCheckedContinuation { continuation in
-      DispatchQueue.global().async {
-        freed.wait()
-        continuation.resume()
-      }
-    }
-  }
-
   func decode(_ data: Data) throws -> Int { try JSONDecoder().decode(Int.self, from: data) }
 
   @Test func theValueTheContainerWasFreedWithIsSavedAfterASaveInFlight() async throws {
@@ -38,7 +16,7 @@ import Testing
     let file = makeFolder().appendingPathComponent("n.json")
     let freed = DispatchSemaphore(value: 0)
     var store: PersistedState<Int>? = try PersistedState(
-      file: file, default: 0, encode: encode(freed, recording: encoder), decode: decode)
+      file: file, default: 0, encode: encodeSignalling(freed, recording: encoder), decode: decode)
     weak let container = store!.state
     encoder.hold()
     store!.state.writeNext { $0.write = 1 }
@@ -59,7 +37,7 @@ import Testing
       let file = makeFolder().appendingPathComponent("n.json")
       let freed = DispatchSemaphore(value: 0)
       var store: PersistedState<Int>? = try PersistedState(
-        file: file, default: 0, encode: encode(freed), decode: decode)
+        file: file, default: 0, encode: encodeSignalling(freed), decode: decode)
       store!.state.writeNext { $0.write = round + 1 }
       store = nil
       await saverEnded(freed)
@@ -71,7 +49,7 @@ import Testing
     let folder = makeFolder()
     let freed = DispatchSemaphore(value: 0)
     var store: PersistedState<Int>? = try PersistedState(
-      file: folder.appendingPathComponent("n.json"), default: 0, encode: encode(freed),
+      file: folder.appendingPathComponent("n.json"), default: 0, encode: encodeSignalling(freed),
       decode: decode)
     weak let container = store!.state
     _ = store!.state.read
@@ -80,11 +58,4 @@ import Testing
     #expect(container == nil)
     #expect(names(in: folder).isEmpty)
   }
-}
-
-/// Signals its semaphore when freed.
-final class Sentinel: Sendable {
-  let freed: DispatchSemaphore
-  init(_ freed: DispatchSemaphore) { self.freed = freed }
-  deinit { freed.signal() }
 }

@@ -260,3 +260,34 @@ func releaseAfterAWarning<Value: Sendable>(_ held: Locked<ThreadSafeWriterProxy<
 func standardError(_ result: ExitTest.Result?) -> String {
   result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
 }
+
+/// Signals `freed` from its `deinit`: kept only by an `encode`, it tells that the saver
+/// that kept it is gone.
+final class Sentinel: Sendable {
+  let freed: DispatchSemaphore
+  init(_ freed: DispatchSemaphore) { self.freed = freed }
+  deinit { freed.signal() }
+}
+
+/// An `encode` (recording into `encoder`) that signals `freed` once the saver that keeps
+/// it is gone.
+func encodeSignalling(
+  _ freed: DispatchSemaphore, recording encoder: RecordingEncoder<Int> = .init()
+) -> @Sendable (Int) throws -> Data {
+  let sentinel = Sentinel(freed)
+  let encode = encoder.encode
+  return { value in
+    withExtendedLifetime(sentinel) {}
+    return try encode(value)
+  }
+}
+
+/// Waits until the saver that kept `encodeSignalling(freed)` is freed.
+func saverEnded(_ freed: DispatchSemaphore) async {
+  await withCheckedContinuation { continuation in
+    DispatchQueue.global().async {
+      freed.wait()
+      continuation.resume()
+    }
+  }
+}
