@@ -23,62 +23,6 @@ import Testing
     }
   }
 
-  /// Writes `rounds` increments from `tasks` tasks, each in one of five forms, and flushes
-  /// after each: returns how many flushes found less than their own write on disk.
-  func storm(_ store: PersistedState<Int>, tasks: Int, rounds: Int) async -> Int {
-    let late = Locked(0)
-    let file = store.file
-    await withTaskGroup(of: Void.self) { group in
-      for task in 0..<tasks {
-        group.addTask {
-          for round in 0..<rounds {
-            var mine = 0
-            switch (task + round) % 5 {
-            case 0:
-              store.state.withWriter {
-                $0 += 1; mine = $0
-              }
-            case 1:
-              mine = await store.state.write {
-                $0 += 1; return $0
-              }
-            case 2:
-              let box = Locked(0)
-              store.state.writeNext {
-                $0.write += 1; box.withLock { [v = $0.write] in $0 = v }
-              }
-              await store.state.drained()
-              mine = box.current
-            case 3:
-              // A proxy, released before the flush; retried while the writer is out.
-              while true {
-                if let proxy = store.state.writer {
-                  proxy.write += 1
-                  mine = proxy.write
-                  break
-                }
-                await Task.yield()
-              }
-            default:
-              while true {
-                if let now = store.state.tryWrite({
-                  $0 += 1; return $0
-                }) {
-                  mine = now
-                  break
-                }
-                await Task.yield()
-              }
-            }
-            do { try await store.saved() } catch { Issue.record("saved() threw \(error)") }
-            if (try? decoded(Int.self, at: file)) ?? 0 < mine { late.withLock { $0 += 1 } }
-          }
-        }
-      }
-    }
-    return late.current
-  }
-
   func store(_ encoder: SlowEncoder, interval: Duration) throws -> PersistedState<Int> {
     try PersistedState(
       file: makeFolder().appendingPathComponent("n.json"), default: 0,
@@ -90,7 +34,7 @@ import Testing
   func eachFlushFindsItsOwnWriteOnDisk(interval: Duration) async throws {
     let encoder = SlowEncoder()
     let store = try store(encoder, interval: interval)
-    let late = await storm(store, tasks: 6, rounds: 200)
+    let late = await storm(store, tasks: 6, rounds: 200, kinds: 5)
     #expect(late == 0, "flushes that returned before their own write was on disk")
     try await store.saved()
     #expect(try decoded(Int.self, at: store.file) == 1_200)

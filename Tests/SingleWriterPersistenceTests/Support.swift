@@ -291,3 +291,60 @@ func saverEnded(_ freed: DispatchSemaphore) async {
     }
   }
 }
+
+/// Writes `rounds` increments from `tasks` tasks, each in one of the first `kinds` forms
+/// (closure write, `await write`, `writeNext` then `drained()`, a proxy, `tryWrite`), and
+/// flushes after each: returns how many flushes found less than their own write on disk.
+func storm(_ store: PersistedState<Int>, tasks: Int, rounds: Int, kinds: Int) async -> Int {
+  let late = Locked(0)
+  let file = store.file
+  await withTaskGroup(of: Void.self) { group in
+    for task in 0..<tasks {
+      group.addTask {
+        for round in 0..<rounds {
+          var mine = 0
+          switch (task + round) % kinds {
+          case 0:
+            store.state.withWriter {
+              $0 += 1; mine = $0
+            }
+          case 1:
+            mine = await store.state.write {
+              $0 += 1; return $0
+            }
+          case 2:
+            let box = Locked(0)
+            store.state.writeNext {
+              $0.write += 1; box.withLock { [v = $0.write] in $0 = v }
+            }
+            await store.state.drained()
+            mine = box.current
+          case 3:
+            // A proxy, released before the flush; retried while the writer is out.
+            while true {
+              if let proxy = store.state.writer {
+                proxy.write += 1
+                mine = proxy.write
+                break
+              }
+              await Task.yield()
+            }
+          default:
+            while true {
+              if let now = store.state.tryWrite({
+                $0 += 1; return $0
+              }) {
+                mine = now
+                break
+              }
+              await Task.yield()
+            }
+          }
+          do { try await store.saved() } catch { Issue.record("saved() threw \(error)") }
+          if (try? decoded(Int.self, at: file)) ?? 0 < mine { late.withLock { $0 += 1 } }
+        }
+      }
+    }
+  }
+  return late.current
+}
